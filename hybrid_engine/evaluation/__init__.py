@@ -9,13 +9,25 @@ from hybrid_engine.evaluation.datasets import (
     load_qrels,
     load_queries,
 )
+from hybrid_engine.evaluation.metrics import (
+    SUPPORTED_METRICS,
+    EvalResult,
+    evaluate,
+    parse_metric,
+    run_from_results,
+)
 
 __all__ = [
+    "SUPPORTED_METRICS",
     "Dataset",
     "DatasetError",
+    "EvalResult",
     "available_splits",
+    "evaluate",
     "load_beir",
     "load_corpus",
     "load_qrels",
     "load_queries",
+    "parse_metric",
+    "run_from_results",
 ]
