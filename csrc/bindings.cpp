@@ -1,28 +1,63 @@
 // The only file that knows Python: argument checks, array allocation, GIL release, exceptions.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hybrid_engine/analyzer.hpp"
+#include "hybrid_engine/index_builder.hpp"
+#include "hybrid_engine/query_encoder.hpp"
+#include "hybrid_engine/string_table.hpp"
 
 namespace py = pybind11;
 namespace he = hybrid_engine;
 
 namespace {
 
-he::AnalyzerConfig analyzer_config_from_kwargs(bool lowercase, bool strip_accents, bool stopwords,
-                                               std::string stemmer, std::size_t min_token_length,
-                                               std::size_t max_token_length, std::string cjk) {
-    he::AnalyzerConfig config;
-    config.lowercase = lowercase;
-    config.strip_accents = strip_accents;
-    config.stopwords = stopwords;
-    config.stemmer = std::move(stemmer);
-    config.min_token_length = min_token_length;
-    config.max_token_length = max_token_length;
-    config.cjk = std::move(cjk);
-    return config;
+template <class T>
+using CArray = py::array_t<T, py::array::c_style>;
+
+/// A numpy array that owns `values` without copying them.
+template <class T>
+py::array_t<T> to_numpy(std::vector<T>&& values) {
+    auto* owner = new std::vector<T>(std::move(values));
+    py::capsule free_owner(owner, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+    return py::array_t<T>({static_cast<py::ssize_t>(owner->size())}, owner->data(), free_owner);
+}
+
+py::array_t<uint8_t> to_numpy(std::string&& bytes) {
+    auto* owner = new std::string(std::move(bytes));
+    py::capsule free_owner(owner, [](void* p) { delete static_cast<std::string*>(p); });
+    return py::array_t<uint8_t>({static_cast<py::ssize_t>(owner->size())},
+                                reinterpret_cast<const uint8_t*>(owner->data()), free_owner);
+}
+
+/// UTF-8 copies of a sequence of str; `what` names the items in error messages.
+std::vector<std::string> utf8_texts(const py::sequence& items, const char* what) {
+    std::vector<std::string> texts;
+    texts.reserve(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        py::object item = items[i];
+        if (!PyUnicode_Check(item.ptr())) {
+            throw py::type_error(std::string(what) + " " + std::to_string(i) + " is " +
+                                 std::string(Py_TYPE(item.ptr())->tp_name) +
+                                 ", expected str");
+        }
+        Py_ssize_t size = 0;
+        const char* data = PyUnicode_AsUTF8AndSize(item.ptr(), &size);
+        if (data == nullptr) {
+            PyErr_Clear();
+            throw py::value_error(std::string(what) + " " + std::to_string(i) +
+                                  " is not valid Unicode (it holds a lone surrogate); clean it "
+                                  "first, e.g. text.encode('utf-8', 'replace').decode()");
+        }
+        texts.emplace_back(data, static_cast<std::size_t>(size));
+    }
+    return texts;
 }
 
 }  // namespace
@@ -30,29 +65,94 @@ he::AnalyzerConfig analyzer_config_from_kwargs(bool lowercase, bool strip_accent
 PYBIND11_MODULE(_core, m) {
     m.doc() = "hybrid_engine private C++ core; use the public Python API instead.";
 
+    py::class_<he::AnalyzerConfig>(m, "AnalyzerConfig")
+        .def(py::init<>())
+        .def_readwrite("lowercase", &he::AnalyzerConfig::lowercase)
+        .def_readwrite("strip_accents", &he::AnalyzerConfig::strip_accents)
+        .def_readwrite("stopwords", &he::AnalyzerConfig::stopwords)
+        .def_readwrite("stemmer", &he::AnalyzerConfig::stemmer)
+        .def_readwrite("min_token_length", &he::AnalyzerConfig::min_token_length)
+        .def_readwrite("max_token_length", &he::AnalyzerConfig::max_token_length)
+        .def_readwrite("cjk", &he::AnalyzerConfig::cjk);
+
     py::class_<he::Analyzer>(m, "Analyzer")
-        .def(py::init([](bool lowercase, bool strip_accents, bool stopwords, std::string stemmer,
-                         std::size_t min_token_length, std::size_t max_token_length,
-                         std::string cjk) {
-                 return he::Analyzer(analyzer_config_from_kwargs(
-                     lowercase, strip_accents, stopwords, std::move(stemmer), min_token_length,
-                     max_token_length, std::move(cjk)));
-             }),
-             py::kw_only(), py::arg("lowercase") = true, py::arg("strip_accents") = true,
-             py::arg("stopwords") = true, py::arg("stemmer") = "english",
-             py::arg("min_token_length") = 2, py::arg("max_token_length") = 64,
-             py::arg("cjk") = "unigram")
+        .def(py::init<he::AnalyzerConfig>(), py::arg("config"))
         .def(
             "analyze",
-            [](const he::Analyzer& self, std::string_view text) {
+            [](const he::Analyzer& self, const py::str& text) {
+                std::string utf8 = std::move(utf8_texts(py::make_tuple(text), "text")[0]);
                 std::vector<std::string> terms;
                 {
                     py::gil_scoped_release release;
-                    terms = self.analyze(text);
+                    terms = self.analyze(utf8);
                 }
                 return terms;
             },
             py::arg("text"));
 
     m.def("stem_english", &he::stem_english, py::arg("word"));
+
+    py::class_<he::IndexBuilder>(m, "IndexBuilder")
+        .def(py::init<he::AnalyzerConfig, unsigned>(), py::arg("config"), py::arg("num_threads"))
+        .def(
+            "add",
+            [](he::IndexBuilder& self, const py::sequence& texts) {
+                const std::vector<std::string> utf8 = utf8_texts(texts, "document");
+                py::gil_scoped_release release;
+                self.add(utf8);
+            },
+            py::arg("texts"))
+        .def_property_readonly("num_documents", &he::IndexBuilder::num_documents)
+        .def("finish", [](he::IndexBuilder& self) {
+            he::InvertedIndexArrays arrays;
+            {
+                py::gil_scoped_release release;
+                arrays = self.finish();
+            }
+            py::dict out;
+            out["vocab_bytes"] = to_numpy(std::move(arrays.vocab_bytes));
+            out["vocab_offsets"] = to_numpy(std::move(arrays.vocab_offsets));
+            out["doc_freqs"] = to_numpy(std::move(arrays.doc_freqs));
+            out["posting_offsets"] = to_numpy(std::move(arrays.posting_offsets));
+            out["postings"] = to_numpy(std::move(arrays.postings));
+            out["doc_lengths"] = to_numpy(std::move(arrays.doc_lengths));
+            return out;
+        });
+
+    py::class_<he::QueryEncoder>(m, "QueryEncoder")
+        .def(py::init([](he::AnalyzerConfig config,
+                         const py::array_t<uint8_t, py::array::c_style>& vocab_bytes,
+                         const py::array_t<int64_t, py::array::c_style>& vocab_offsets) {
+                 if (vocab_bytes.ndim() != 1 || vocab_offsets.ndim() != 1 ||
+                     vocab_offsets.size() < 1) {
+                     throw py::value_error(
+                         "vocab_bytes and vocab_offsets must be 1-d, vocab_offsets non-empty");
+                 }
+                 const auto* bytes = reinterpret_cast<const char*>(vocab_bytes.data());
+                 const auto n_bytes = static_cast<std::size_t>(vocab_bytes.size());
+                 const int64_t* offsets = vocab_offsets.data();
+                 const auto n = static_cast<std::size_t>(vocab_offsets.size() - 1);
+                 py::gil_scoped_release release;
+                 return he::QueryEncoder(std::move(config),
+                                         he::StringTable::from_arena(bytes, n_bytes, offsets, n));
+             }),
+             py::arg("config"), py::arg("vocab_bytes").noconvert(),
+             py::arg("vocab_offsets").noconvert())
+        .def(
+            "encode",
+            [](const he::QueryEncoder& self, const py::sequence& queries) {
+                const std::vector<std::string> utf8 = utf8_texts(queries, "query");
+                he::EncodedQueries encoded;
+                {
+                    py::gil_scoped_release release;
+                    encoded = self.encode(utf8);
+                }
+                return py::make_tuple(to_numpy(std::move(encoded.terms)),
+                                      to_numpy(std::move(encoded.weights)),
+                                      to_numpy(std::move(encoded.offsets)));
+            },
+            py::arg("queries"))
+        .def("term_id", [](const he::QueryEncoder& self, std::string_view term) {
+            return self.vocabulary().find(term);
+        });
 }

@@ -1,0 +1,34 @@
+// The compressed postings layout shared by the builder and the scorers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hybrid_engine {
+
+/// Postings of one term are a byte run of (doc-id gap, term frequency) pairs, each a LEB128
+/// varint (7 bits per byte, high bit set = more bytes follow). Doc ids ascend; the first gap
+/// is the first doc id itself, every later gap is >= 1; term frequencies are >= 1. The numba
+/// kernels (hybrid_engine/_bm25_kernels.py) decode the same layout.
+
+/// Bytes that write_varint uses for `value`.
+inline std::size_t varint_size(uint32_t value) noexcept {
+    std::size_t size = 1;
+    while (value >= 0x80) {
+        value >>= 7;
+        ++size;
+    }
+    return size;
+}
+
+/// Writes `value` at `out`; returns the position after it.
+inline uint8_t* write_varint(uint8_t* out, uint32_t value) noexcept {
+    while (value >= 0x80) {
+        *out++ = static_cast<uint8_t>(value | 0x80);
+        value >>= 7;
+    }
+    *out++ = static_cast<uint8_t>(value);
+    return out;
+}
+
+}  // namespace hybrid_engine

@@ -1,0 +1,55 @@
+// An insert-only hash table from byte strings to dense ids.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hybrid_engine {
+
+/// Maps distinct byte strings to dense ids 0, 1, 2, ... in insertion order.
+///
+/// Keys live back to back in one byte arena (`bytes()`, delimited by `offsets()`), which is
+/// also the on-disk vocabulary layout. Lookups never allocate. Const members are safe to call
+/// from many threads at once as long as no thread inserts.
+class StringTable {
+public:
+    StringTable();
+
+    /// Rebuilds a table from an arena and its `n + 1` offsets (as returned by `bytes()` and
+    /// `offsets()`). Throws std::invalid_argument if offsets are not non-decreasing within the
+    /// arena, or if a key occurs twice.
+    static StringTable from_arena(const char* bytes, std::size_t n_bytes, const int64_t* offsets,
+                                  std::size_t n);
+
+    /// Id of `key`, or -1 when absent.
+    int32_t find(std::string_view key) const noexcept;
+
+    /// Id of `key`, inserting it with the next id when absent.
+    int32_t insert(std::string_view key);
+
+    /// Number of keys.
+    std::size_t size() const noexcept { return offsets_.size() - 1; }
+
+    /// Key with id `id` (0 <= id < size()).
+    std::string_view key(int32_t id) const noexcept {
+        return std::string_view(bytes_.data() + offsets_[id],
+                                static_cast<std::size_t>(offsets_[id + 1] - offsets_[id]));
+    }
+
+    const std::string& bytes() const noexcept { return bytes_; }
+    const std::vector<int64_t>& offsets() const noexcept { return offsets_; }
+
+private:
+    static uint64_t hash(std::string_view key) noexcept;
+    void grow();
+
+    std::string bytes_;
+    std::vector<int64_t> offsets_;
+    std::vector<uint32_t> hashes_;  // low 32 bits of each key's hash, by id
+    std::vector<int32_t> slots_;    // id + 1, or 0 for an empty slot; size is a power of two
+};
+
+}  // namespace hybrid_engine

@@ -1,0 +1,205 @@
+#include "hybrid_engine/index_builder.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <limits>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#include "hybrid_engine/postings.hpp"
+
+namespace hybrid_engine {
+
+namespace {
+
+constexpr std::size_t kDocsPerThreadMin = 1024;  // smaller batches are not worth a thread
+
+/// Runs fn(i) for i in [0, n) on n threads (inline when n == 1); rethrows the first error.
+template <class Fn>
+void run_parallel(std::size_t n, Fn&& fn) {
+    if (n == 1) {
+        fn(std::size_t{0});
+        return;
+    }
+    std::vector<std::exception_ptr> errors(n);
+    std::vector<std::thread> threads;
+    threads.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        threads.emplace_back([&, i] {
+            try {
+                fn(i);
+            } catch (...) {
+                errors[i] = std::current_exception();
+            }
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    for (auto& error : errors) {
+        if (error) std::rethrow_exception(error);
+    }
+}
+
+}  // namespace
+
+struct IndexBuilder::Shard {
+    std::size_t begin = 0;
+    std::size_t end = 0;
+    // Tokenize phase: a code per word occurrence, >= 0 for a known word id, -(j + 1) for the
+    // shard's j-th new word.
+    std::vector<int32_t> codes;
+    std::vector<int64_t> code_offsets;
+    StringTable new_words;
+    std::vector<std::string> new_word_norms;
+    std::vector<uint8_t> new_word_kept;
+    std::vector<int32_t> new_word_terms;  // filled by the serial merge
+    // Count phase: distinct terms and frequencies per document.
+    std::vector<int64_t> doc_offsets;
+    std::vector<int32_t> terms;
+    std::vector<uint32_t> tfs;
+    std::vector<int32_t> lengths;
+};
+
+IndexBuilder::IndexBuilder(AnalyzerConfig config, unsigned num_threads)
+    : analyzer_(std::move(config)), num_threads_(num_threads), doc_offsets_{0} {
+    if (num_threads == 0) throw std::invalid_argument("num_threads must be >= 1, got 0");
+}
+
+void IndexBuilder::tokenize_shard(const std::vector<std::string>& texts, Shard& shard) const {
+    std::string scratch;
+    shard.code_offsets.assign(1, 0);
+    for (std::size_t d = shard.begin; d < shard.end; ++d) {
+        analyzer_.split_words(texts[d], scratch, [&](std::string_view word) {
+            const int32_t known = words_.find(word);
+            shard.codes.push_back(known >= 0 ? known : -(shard.new_words.insert(word) + 1));
+        });
+        shard.code_offsets.push_back(static_cast<int64_t>(shard.codes.size()));
+    }
+    const std::size_t n_new = shard.new_words.size();
+    shard.new_word_norms.resize(n_new);
+    shard.new_word_kept.resize(n_new);
+    for (std::size_t j = 0; j < n_new; ++j) {
+        shard.new_word_kept[j] = analyzer_.normalize_word(
+            shard.new_words.key(static_cast<int32_t>(j)), shard.new_word_norms[j]);
+    }
+}
+
+void IndexBuilder::count_shard(Shard& shard) const {
+    std::vector<int32_t> doc_terms;
+    shard.doc_offsets.assign(1, 0);
+    const std::size_t n_docs = shard.end - shard.begin;
+    for (std::size_t d = 0; d < n_docs; ++d) {
+        doc_terms.clear();
+        for (int64_t i = shard.code_offsets[d]; i < shard.code_offsets[d + 1]; ++i) {
+            const int32_t code = shard.codes[i];
+            const int32_t term = code >= 0 ? word_terms_[code] : shard.new_word_terms[-code - 1];
+            if (term >= 0) doc_terms.push_back(term);
+        }
+        if (doc_terms.size() > static_cast<std::size_t>(std::numeric_limits<int32_t>::max())) {
+            throw std::length_error("a document has more than 2^31 - 1 terms");
+        }
+        shard.lengths.push_back(static_cast<int32_t>(doc_terms.size()));
+        std::sort(doc_terms.begin(), doc_terms.end());
+        for (std::size_t i = 0; i < doc_terms.size();) {
+            std::size_t j = i + 1;
+            while (j < doc_terms.size() && doc_terms[j] == doc_terms[i]) ++j;
+            shard.terms.push_back(doc_terms[i]);
+            shard.tfs.push_back(static_cast<uint32_t>(j - i));
+            i = j;
+        }
+        shard.doc_offsets.push_back(static_cast<int64_t>(shard.terms.size()));
+    }
+    shard.codes = {};
+}
+
+void IndexBuilder::add(const std::vector<std::string>& texts) {
+    if (texts.empty()) return;
+    if (num_documents() + texts.size() > static_cast<std::size_t>(std::numeric_limits<int32_t>::max())) {
+        throw std::length_error("an index holds at most 2^31 - 1 documents");
+    }
+    const std::size_t n_shards = std::max<std::size_t>(
+        1, std::min<std::size_t>(num_threads_, texts.size() / kDocsPerThreadMin));
+    std::vector<Shard> shards(n_shards);
+    for (std::size_t s = 0; s < n_shards; ++s) {
+        shards[s].begin = texts.size() * s / n_shards;
+        shards[s].end = texts.size() * (s + 1) / n_shards;
+    }
+    run_parallel(n_shards, [&](std::size_t s) { tokenize_shard(texts, shards[s]); });
+
+    // Serial merge of new words: ids are assigned in document order, so the index does not
+    // depend on the number of threads.
+    for (Shard& shard : shards) {
+        const std::size_t n_new = shard.new_words.size();
+        shard.new_word_terms.resize(n_new);
+        for (std::size_t j = 0; j < n_new; ++j) {
+            const int32_t word = words_.insert(shard.new_words.key(static_cast<int32_t>(j)));
+            if (static_cast<std::size_t>(word) == word_terms_.size()) {
+                word_terms_.push_back(shard.new_word_kept[j] ? terms_.insert(shard.new_word_norms[j])
+                                                             : -1);
+            }
+            shard.new_word_terms[j] = word_terms_[word];
+        }
+        shard.new_words = StringTable();
+        shard.new_word_norms = {};
+    }
+
+    run_parallel(n_shards, [&](std::size_t s) { count_shard(shards[s]); });
+
+    for (Shard& shard : shards) {
+        const int64_t base = static_cast<int64_t>(doc_terms_.size());
+        for (std::size_t d = 1; d < shard.doc_offsets.size(); ++d) {
+            doc_offsets_.push_back(base + shard.doc_offsets[d]);
+        }
+        doc_terms_.insert(doc_terms_.end(), shard.terms.begin(), shard.terms.end());
+        doc_tfs_.insert(doc_tfs_.end(), shard.tfs.begin(), shard.tfs.end());
+        doc_lengths_.insert(doc_lengths_.end(), shard.lengths.begin(), shard.lengths.end());
+    }
+}
+
+InvertedIndexArrays IndexBuilder::finish() {
+    InvertedIndexArrays out;
+    const std::size_t n_terms = terms_.size();
+    const std::size_t n_docs = num_documents();
+
+    // Pass 1: document frequencies and the encoded size of each term's postings.
+    out.doc_freqs.assign(n_terms, 0);
+    std::vector<int64_t> sizes(n_terms, 0);
+    std::vector<uint32_t> last_doc(n_terms, 0);
+    for (std::size_t d = 0; d < n_docs; ++d) {
+        for (int64_t i = doc_offsets_[d]; i < doc_offsets_[d + 1]; ++i) {
+            const int32_t t = doc_terms_[i];
+            const auto doc = static_cast<uint32_t>(d);
+            sizes[t] += static_cast<int64_t>(varint_size(doc - last_doc[t]) +
+                                             varint_size(doc_tfs_[i]));
+            last_doc[t] = doc;
+            ++out.doc_freqs[t];
+        }
+    }
+    out.posting_offsets.assign(n_terms + 1, 0);
+    for (std::size_t t = 0; t < n_terms; ++t) {
+        out.posting_offsets[t + 1] = out.posting_offsets[t] + sizes[t];
+    }
+
+    // Pass 2: write each posting in place, documents in ascending order.
+    out.postings.resize(static_cast<std::size_t>(out.posting_offsets[n_terms]));
+    std::vector<uint8_t*> cursor(n_terms);
+    for (std::size_t t = 0; t < n_terms; ++t) cursor[t] = out.postings.data() + out.posting_offsets[t];
+    std::fill(last_doc.begin(), last_doc.end(), 0);
+    for (std::size_t d = 0; d < n_docs; ++d) {
+        for (int64_t i = doc_offsets_[d]; i < doc_offsets_[d + 1]; ++i) {
+            const int32_t t = doc_terms_[i];
+            const auto doc = static_cast<uint32_t>(d);
+            cursor[t] = write_varint(cursor[t], doc - last_doc[t]);
+            cursor[t] = write_varint(cursor[t], doc_tfs_[i]);
+            last_doc[t] = doc;
+        }
+    }
+
+    out.vocab_bytes = terms_.bytes();
+    out.vocab_offsets = terms_.offsets();
+    out.doc_lengths = std::move(doc_lengths_);
+    *this = IndexBuilder(analyzer_.config(), num_threads_);
+    return out;
+}
+
+}  // namespace hybrid_engine

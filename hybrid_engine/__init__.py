@@ -1,0 +1,19 @@
+"""hybrid_engine: embedded, CPU-only hybrid retrieval."""
+
+from hybrid_engine._version import __version__
+from hybrid_engine.analysis import Analyzer, AnalyzerConfig
+from hybrid_engine.bm25 import BM25Index, BM25Params
+from hybrid_engine.errors import HybridEngineError, IndexFormatError
+from hybrid_engine.results import PAD_ID, SearchResult
+
+__all__ = [
+    "PAD_ID",
+    "Analyzer",
+    "AnalyzerConfig",
+    "BM25Index",
+    "BM25Params",
+    "HybridEngineError",
+    "IndexFormatError",
+    "SearchResult",
+    "__version__",
+]

@@ -1,0 +1,407 @@
+"""BM25 retrieval: a C++-built inverted index scored by numba kernels."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from hybrid_engine import _bm25_kernels as kernels
+from hybrid_engine import _core
+from hybrid_engine.analysis import AnalyzerConfig
+from hybrid_engine.corpus import Document, DocIds, iter_batches
+from hybrid_engine.errors import IndexFormatError
+from hybrid_engine.results import SearchResult
+from hybrid_engine.storage import read_index_dir, write_index_dir
+
+FORMAT = "hybrid_engine.bm25"
+FORMAT_VERSION = 1
+_INDEX_ARRAYS = {
+    "vocab_bytes": np.uint8,
+    "vocab_offsets": np.int64,
+    "doc_freqs": np.int32,
+    "posting_offsets": np.int64,
+    "postings": np.uint8,
+    "doc_lengths": np.int32,
+}
+_QUERIES_PER_THREAD = 32  # below this a batch is not worth another thread
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    """Scoring parameters, fixed when the index is built.
+
+    Parameters
+    ----------
+    method : {"lucene", "robertson", "atire", "bm25l", "bm25+"}
+        The BM25 variant (formulas as in Kamphuis et al., ECIR 2020).
+    k1 : float
+        Term-frequency saturation, >= 0.
+    b : float
+        Length normalisation, in [0, 1].
+    delta : float
+        Lower bound on a matching term's contribution (bm25l and bm25+ only), >= 0.
+    """
+
+    method: str = "lucene"
+    k1: float = 0.9
+    b: float = 0.4
+    delta: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.method not in kernels.METHODS:
+            raise ValueError(
+                f"unknown BM25 method {self.method!r}; choose one of {sorted(kernels.METHODS)}"
+            )
+        for name, low, high in (("k1", 0.0, np.inf), ("b", 0.0, 1.0), ("delta", 0.0, np.inf)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+            if not low <= value <= high:
+                raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+
+
+def _default_threads() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _check_threads(num_threads: int | None) -> int:
+    if num_threads is None:
+        return _default_threads()
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
+    return num_threads
+
+
+class BM25Index:
+    """An immutable BM25 index over a fixed corpus.
+
+    Build one with ``BM25Index.build`` or read one with ``BM25Index.load``.
+
+    Notes
+    -----
+    Thread-safe: ``search`` may run from many threads at once; the C++ query analysis and the
+    numba scoring release the GIL.
+    """
+
+    def __init__(
+        self,
+        arrays: dict[str, np.ndarray],
+        params: BM25Params,
+        analyzer: AnalyzerConfig,
+        doc_ids: DocIds,
+    ) -> None:
+        """Private: use ``build`` or ``load``. ``arrays`` must already be validated."""
+        self._arrays = arrays
+        self._params = params
+        self._analyzer = analyzer
+        self._doc_ids = doc_ids
+        self._encoder = _core.QueryEncoder(
+            analyzer.to_core(), arrays["vocab_bytes"], arrays["vocab_offsets"]
+        )
+        doc_lengths = arrays["doc_lengths"]
+        self._idf = kernels.term_idf(arrays["doc_freqs"], len(doc_lengths), params.method)
+        self._factors = kernels.doc_factors(doc_lengths, params.method, params.k1, params.b)
+        self._avg_doc_length = float(doc_lengths.mean())
+        self._scratch = threading.local()
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        corpus: Iterable[Document],
+        *,
+        k1: float = 0.9,
+        b: float = 0.4,
+        method: str = "lucene",
+        delta: float = 0.5,
+        analyzer: AnalyzerConfig | None = None,
+        num_threads: int | None = None,
+        show_progress: bool = False,
+        batch_size: int = 16384,
+    ) -> BM25Index:
+        """Index a corpus.
+
+        Parameters
+        ----------
+        corpus : iterable of str or dict
+            Documents: plain strings, or dicts with ``"text"`` and optional ``"title"`` (indexed
+            together with the text as ``title + " " + text``) and ``"_id"``. Read once, in
+            batches, so a generator works.
+        k1, b, method, delta : see ``BM25Params``
+            Defaults are Anserini's BEIR settings (Lucene BM25, k1=0.9, b=0.4).
+        analyzer : AnalyzerConfig, optional
+            Text analysis; recorded in the index and applied to queries too.
+        num_threads : int, optional
+            Analysis threads; all available cores when None.
+        show_progress : bool
+            Show a progress bar (tqdm) on stderr.
+        batch_size : int
+            Documents analysed per C++ call.
+
+        Raises
+        ------
+        ValueError
+            Empty corpus, bad parameters, duplicate or partly missing ``_id``s.
+        TypeError
+            A document that is not ``str`` or a dict of ``str``.
+        """
+        params = BM25Params(method=method, k1=k1, b=b, delta=delta)
+        analyzer = analyzer if analyzer is not None else AnalyzerConfig()
+        builder = _core.IndexBuilder(analyzer.to_core(), _check_threads(num_threads))
+        ids: list[str | None] = []
+        total = len(corpus) if isinstance(corpus, Sequence) else None
+        with tqdm(total=total, unit="doc", desc="indexing", disable=not show_progress) as bar:
+            for texts, batch_ids in iter_batches(corpus, batch_size):
+                builder.add(texts)
+                ids.extend(batch_ids)
+                bar.update(len(texts))
+        if not ids:
+            raise ValueError("the corpus is empty; give at least one document")
+        arrays = builder.finish()
+        return cls(arrays, params, analyzer, DocIds.from_list(ids))
+
+    # -- properties ---------------------------------------------------------------------------
+
+    @property
+    def params(self) -> BM25Params:
+        """Scoring parameters."""
+        return self._params
+
+    @property
+    def analyzer(self) -> AnalyzerConfig:
+        """Text analysis settings of documents and queries."""
+        return self._analyzer
+
+    @property
+    def doc_ids(self) -> DocIds:
+        """``doc_ids[position]``: the corpus ``_id`` of a result position."""
+        return self._doc_ids
+
+    @property
+    def num_documents(self) -> int:
+        return len(self._doc_ids)
+
+    @property
+    def num_terms(self) -> int:
+        return len(self._arrays["doc_freqs"])
+
+    @property
+    def num_postings(self) -> int:
+        return int(self._arrays["doc_freqs"].sum())
+
+    @property
+    def avg_doc_length(self) -> float:
+        """Mean number of indexed terms per document."""
+        return self._avg_doc_length
+
+    def __len__(self) -> int:
+        return self.num_documents
+
+    def __repr__(self) -> str:
+        p = self._params
+        return (
+            f"BM25Index({self.num_documents} documents, {self.num_terms} terms, "
+            f"method={p.method!r}, k1={p.k1}, b={p.b})"
+        )
+
+    def term_id(self, term: str) -> int:
+        """Id of an analysed term, or -1 when it is not in the index."""
+        return int(self._encoder.term_id(term))
+
+    def doc_freq(self, term: str) -> int:
+        """Number of documents holding an analysed term (0 when absent)."""
+        t = self.term_id(term)
+        return int(self._arrays["doc_freqs"][t]) if t >= 0 else 0
+
+    # -- search -------------------------------------------------------------------------------
+
+    def _scratch_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """This thread's kernel scratch (reused: allocating it per call costs page faults)."""
+        buffers = getattr(self._scratch, "buffers", None)
+        if buffers is None:
+            n = self.num_documents
+            buffers = (
+                np.zeros(n, dtype=np.float64),
+                np.zeros(n, dtype=np.uint8),
+                np.empty(n + 1, dtype=np.int32),
+            )
+            self._scratch.buffers = buffers
+        return buffers
+
+    def _search_range(
+        self, encoded: tuple[np.ndarray, np.ndarray, np.ndarray], start: int, stop: int,
+        out: SearchResult,
+    ) -> None:
+        terms, weights, offsets = encoded
+        acc, flags, touched = self._scratch_buffers()
+        a = self._arrays
+        kernels.search_batch(
+            terms, weights, offsets[start : stop + 1],
+            a["posting_offsets"], a["postings"], self._idf, self._factors,
+            kernels.METHODS[self._params.method], float(self._params.k1),
+            float(self._params.delta), out.ids[start:stop], out.scores[start:stop], acc, flags,
+            touched,
+        )
+
+    def search(
+        self, queries: str | Sequence[str], k: int = 10, *, num_threads: int | None = None
+    ) -> SearchResult:
+        """Exact BM25 top-k for each query.
+
+        Parameters
+        ----------
+        queries : str or sequence of str
+            One query or a batch; analysed like the documents.
+        k : int
+            Hits per query, >= 1. Rows are padded (id -1, score -inf) when fewer documents
+            hold any query term, e.g. ``k`` above the number of documents, or a query made only
+            of unknown words or stopwords.
+        num_threads : int, optional
+            Threads scoring the batch; when None, up to all cores for large batches (one per
+            32 queries).
+
+        Returns
+        -------
+        SearchResult
+            ``ids`` int64 and ``scores`` float32, shape ``(n_queries, k)``.
+
+        Raises
+        ------
+        ValueError
+            ``k < 1``, or a query that is empty or whitespace only.
+        TypeError
+            A query that is not ``str``.
+        """
+        if isinstance(queries, str):
+            queries = [queries]
+        elif not isinstance(queries, Sequence):
+            raise TypeError(f"queries must be a str or a sequence of str, got {type(queries).__name__}")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive int, got {k!r}")
+        encoded = self._encoder.encode(queries)
+        n = len(queries)
+        out = SearchResult.empty(n, int(k))
+        if n == 0:
+            return out
+        threads = min(
+            _check_threads(num_threads) if num_threads is not None else _default_threads(),
+            max(1, n // _QUERIES_PER_THREAD) if num_threads is None else n,
+        )
+        if threads == 1:
+            self._search_range(encoded, 0, n, out)
+            return out
+        bounds = [n * i // threads for i in range(threads + 1)]
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for future in [
+                pool.submit(self._search_range, encoded, lo, hi, out)
+                for lo, hi in zip(bounds[:-1], bounds[1:])
+            ]:
+                future.result()
+        return out
+
+    # -- persistence --------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the index to directory ``path`` atomically (see ``storage.write_index_dir``)."""
+        arrays = {name: self._arrays[name] for name in _INDEX_ARRAYS}
+        arrays.update(self._doc_ids.arrays())
+        metadata: dict[str, Any] = {
+            "params": asdict(self._params),
+            "analyzer": self._analyzer.to_dict(),
+            "stats": {
+                "num_documents": self.num_documents,
+                "num_terms": self.num_terms,
+                "num_postings": self.num_postings,
+                "avg_doc_length": self.avg_doc_length,
+            },
+            "doc_ids": "explicit" if self._doc_ids.explicit else "positions",
+        }
+        write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, arrays)
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike[str], *, mmap: bool = False, verify: bool = True
+    ) -> BM25Index:
+        """Read an index saved by ``save``.
+
+        Parameters
+        ----------
+        path : path-like
+            The index directory.
+        mmap : bool
+            Memory-map the large arrays read-only instead of reading them.
+        verify : bool
+            Check file checksums and the structure of every posting list (one pass over the
+            data); turn off only for trusted indexes where load time matters.
+
+        Raises
+        ------
+        IndexFormatError
+            The directory is missing, truncated, corrupt, or not a BM25 index of this format.
+        """
+        manifest, arrays = read_index_dir(path, FORMAT, FORMAT_VERSION, mmap=mmap, verify=verify)
+        try:
+            params = BM25Params(**manifest["params"])
+            analyzer = AnalyzerConfig.from_dict(manifest["analyzer"])
+            analyzer.to_core()
+            n_docs = int(manifest["stats"]["num_documents"])
+            explicit = manifest["doc_ids"] == "explicit"
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexFormatError(f"{path}: bad manifest entry ({exc}); rebuild the index") from None
+        _check_arrays(path, arrays, n_docs, verify)
+        doc_ids = (
+            DocIds(n_docs, arrays["doc_id_bytes"], arrays["doc_id_offsets"])
+            if explicit
+            else DocIds(n_docs)
+        )
+        try:
+            return cls(arrays, params, analyzer, doc_ids)
+        except ValueError as exc:  # the vocabulary rejected by the C++ term table
+            raise IndexFormatError(f"{path}: {exc}; rebuild the index") from None
+
+
+def _check_arrays(
+    path: str | os.PathLike[str], arrays: dict[str, np.ndarray], n_docs: int, deep: bool
+) -> None:
+    """Raise IndexFormatError unless the arrays form a consistent index of ``n_docs`` docs."""
+
+    def fail(what: str) -> IndexFormatError:
+        return IndexFormatError(f"{path}: {what}; the index is corrupt, rebuild it")
+
+    expected = dict(_INDEX_ARRAYS)
+    if "doc_id_bytes" in arrays or "doc_id_offsets" in arrays:
+        expected.update(doc_id_bytes=np.uint8, doc_id_offsets=np.int64)
+    if set(arrays) != set(expected):
+        raise fail(f"expected arrays {sorted(expected)}, found {sorted(arrays)}")
+    for name, dtype in expected.items():
+        if arrays[name].dtype != dtype or arrays[name].ndim != 1:
+            raise fail(f"{name} is {arrays[name].dtype} with {arrays[name].ndim} dims")
+    n_terms = len(arrays["doc_freqs"])
+    if n_docs < 1 or len(arrays["doc_lengths"]) != n_docs:
+        raise fail(f"doc_lengths has {len(arrays['doc_lengths'])} entries for {n_docs} documents")
+    for offsets, data, count in (
+        ("vocab_offsets", "vocab_bytes", n_terms),
+        ("posting_offsets", "postings", n_terms),
+        ("doc_id_offsets", "doc_id_bytes", n_docs),
+    ):
+        if offsets not in arrays:
+            continue
+        o = arrays[offsets]
+        if len(o) != count + 1 or o[0] != 0 or o[-1] != len(arrays[data]) or np.any(np.diff(o) < 0):
+            raise fail(f"{offsets} does not delimit {data}")
+    if np.any(arrays["doc_lengths"] < 0) or np.any(arrays["doc_freqs"] < 1):
+        raise fail("negative document lengths or empty posting lists")
+    if deep:
+        bad = kernels.check_postings(
+            arrays["posting_offsets"], arrays["postings"], arrays["doc_freqs"], n_docs
+        )
+        if bad >= 0:
+            raise fail(f"the postings of term {bad} are malformed")

@@ -1,0 +1,126 @@
+"""Corpus input: documents as text plus their ids."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Union, overload
+
+import numpy as np
+
+Document = Union[str, Mapping[str, Any]]
+"""A document: plain text, or a mapping with ``"text"`` and optional ``"title"`` and ``"_id"``."""
+
+
+def document_text(doc: Document, position: int) -> tuple[str, str | None]:
+    """Indexed text (``title + " " + text`` when a title is given) and ``_id`` of one document.
+
+    Raises
+    ------
+    TypeError
+        ``doc`` is neither ``str`` nor a mapping, or a field is not ``str``.
+    ValueError
+        A mapping has no ``"text"``.
+    """
+    if isinstance(doc, str):
+        return doc, None
+    if not isinstance(doc, Mapping):
+        raise TypeError(
+            f"document {position} is {type(doc).__name__}; expected str or a dict with 'text' "
+            "(and optional 'title', '_id')"
+        )
+    if "text" not in doc:
+        raise ValueError(f"document {position} has no 'text' field (keys: {sorted(doc)[:5]})")
+    text, title, doc_id = doc["text"], doc.get("title"), doc.get("_id")
+    for name, value in (("text", text), ("title", title), ("_id", doc_id)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(
+                f"document {position} field {name!r} is {type(value).__name__}, expected str"
+            )
+    if title:
+        text = f"{title} {text}"
+    return text, doc_id
+
+
+def iter_batches(corpus: Iterable[Document], batch_size: int) -> Iterator[tuple[list[str], list[str | None]]]:
+    """Yield ``(texts, ids)`` batches of at most ``batch_size`` documents, checking each."""
+    if isinstance(corpus, (str, bytes, Mapping)):
+        raise TypeError(
+            f"corpus must be an iterable of documents, got a single {type(corpus).__name__}; "
+            "wrap it in a list"
+        )
+    texts: list[str] = []
+    ids: list[str | None] = []
+    for position, doc in enumerate(corpus):
+        text, doc_id = document_text(doc, position)
+        texts.append(text)
+        ids.append(doc_id)
+        if len(texts) == batch_size:
+            yield texts, ids
+            texts, ids = [], []
+    if texts:
+        yield texts, ids
+
+
+class DocIds(Sequence[str]):
+    """The corpus ``_id`` of every position, stored compactly as UTF-8 bytes and offsets.
+
+    When the corpus gave no ids, ``ids[i]`` is ``str(i)``.
+    """
+
+    def __init__(self, n_docs: int, data: np.ndarray | None = None, offsets: np.ndarray | None = None):
+        self._n = n_docs
+        self._data = data
+        self._offsets = offsets
+
+    @classmethod
+    def from_list(cls, ids: Sequence[str | None]) -> DocIds:
+        """Ids from the corpus; all ``None`` means positions. Raises on a mix or duplicates."""
+        given = [i for i in ids if i is not None]
+        if not given:
+            return cls(len(ids))
+        if len(given) != len(ids):
+            missing = next(p for p, i in enumerate(ids) if i is None)
+            raise ValueError(
+                f"document {missing} has no '_id' while others do; give every document an "
+                "'_id' or none"
+            )
+        if len(set(given)) != len(given):
+            seen: set[str] = set()
+            duplicate = next(i for i in given if i in seen or seen.add(i))  # type: ignore[func-returns-value]
+            raise ValueError(f"duplicate document '_id' {duplicate!r}; ids must be unique")
+        encoded = [i.encode("utf-8", "surrogatepass") for i in given]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        return cls(len(ids), data, offsets)
+
+    @property
+    def explicit(self) -> bool:
+        """Whether the corpus gave ids (otherwise ids are positions)."""
+        return self._data is not None
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Arrays to save (empty when ids are positions)."""
+        if self._data is None or self._offsets is None:
+            return {}
+        return {"doc_id_bytes": self._data, "doc_id_offsets": self._offsets}
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, position: int) -> str: ...
+    @overload
+    def __getitem__(self, position: slice) -> list[str]: ...
+    def __getitem__(self, position: int | slice) -> str | list[str]:
+        if isinstance(position, slice):
+            return [self[i] for i in range(*position.indices(self._n))]
+        position = int(position)
+        if position < 0:
+            position += self._n
+        if not 0 <= position < self._n:
+            raise IndexError(f"document position {position} out of range for {self._n} documents")
+        if self._data is None or self._offsets is None:
+            return str(position)
+        start, end = self._offsets[position], self._offsets[position + 1]
+        return bytes(self._data[start:end]).decode("utf-8", "surrogatepass")

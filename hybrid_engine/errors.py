@@ -1,0 +1,13 @@
+"""Exception types of the package."""
+
+
+class HybridEngineError(Exception):
+    """Base class of the errors that hybrid_engine raises itself."""
+
+
+class IndexFormatError(HybridEngineError, ValueError):
+    """An index directory is missing, truncated, corrupt, of another format or version.
+
+    Raised by every ``load``; the message names the directory, the part at fault and what to
+    do (usually: rebuild the index with this version of hybrid_engine).
+    """

@@ -1,0 +1,47 @@
+"""The result type shared by every retriever."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+PAD_ID = -1
+"""Sentinel in ``SearchResult.ids`` where a query has fewer than ``k`` hits."""
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Top-k hits of a batch of queries.
+
+    Attributes
+    ----------
+    ids : numpy.ndarray
+        int64, shape ``(n_queries, k)``: positions into the corpus, best first. ``-1``
+        (``PAD_ID``) pads rows of queries with fewer than ``k`` hits; padding is always at the
+        end of a row.
+    scores : numpy.ndarray
+        float32, shape ``(n_queries, k)``: higher is better, rows sorted descending; ``-inf``
+        where ``ids == -1``. Equal scores are ordered by ascending position.
+    """
+
+    ids: np.ndarray
+    scores: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.ids.shape != self.scores.shape or self.ids.ndim != 2:
+            raise ValueError(
+                f"ids and scores must have the same 2-d shape, got {self.ids.shape} "
+                f"and {self.scores.shape}"
+            )
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+    @classmethod
+    def empty(cls, n_queries: int, k: int) -> SearchResult:
+        """All-padding result of shape ``(n_queries, k)``."""
+        return cls(
+            ids=np.full((n_queries, k), PAD_ID, dtype=np.int64),
+            scores=np.full((n_queries, k), -np.inf, dtype=np.float32),
+        )

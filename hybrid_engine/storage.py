@@ -1,0 +1,181 @@
+"""Index directories: a versioned ``manifest.json`` beside ``.npy`` arrays, written atomically.
+
+Layout of a directory written by ``write_index_dir``::
+
+    manifest.json     {"format", "format_version", "library_version", ..., "files": {...}}
+    <name>.npy        one numpy array per entry of manifest["files"], with its sha256 and size
+
+Nothing is pickled: arrays load with ``allow_pickle=False`` and the manifest is JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hybrid_engine._version import __version__
+from hybrid_engine.errors import IndexFormatError
+
+MANIFEST = "manifest.json"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_index_dir(
+    path: str | os.PathLike[str],
+    fmt: str,
+    format_version: int,
+    metadata: dict[str, Any],
+    arrays: dict[str, np.ndarray],
+) -> None:
+    """Write ``arrays`` and a manifest to directory ``path``, replacing it atomically.
+
+    Everything is written and fsynced in a temporary sibling directory first, which is then
+    renamed into place; an existing index at ``path`` is swapped out only after that, so an
+    interrupted save leaves the previous index (or nothing) at ``path``, never a mix.
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` exists and is not an index directory written by this package (nothing is
+        overwritten then).
+    """
+    target = Path(path)
+    if target.exists() and not (target / MANIFEST).is_file():
+        raise FileExistsError(
+            f"{target} exists and is not a hybrid_engine index; remove it or choose another path"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        files: dict[str, dict[str, Any]] = {}
+        for name, array in arrays.items():
+            file = tmp / f"{name}.npy"
+            with open(file, "wb") as f:
+                np.save(f, np.ascontiguousarray(array), allow_pickle=False)
+                f.flush()
+                os.fsync(f.fileno())
+            files[file.name] = {"sha256": _sha256(file), "bytes": file.stat().st_size}
+        manifest = {
+            "format": fmt,
+            "format_version": format_version,
+            "library_version": __version__,
+            **metadata,
+            "files": files,
+        }
+        with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=2, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        _fsync_dir(tmp)
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+            os.replace(target, old / "index")
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+        _fsync_dir(target.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def read_index_dir(
+    path: str | os.PathLike[str],
+    fmt: str,
+    format_version: int,
+    *,
+    mmap: bool = False,
+    verify: bool = True,
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Read a directory written by ``write_index_dir``.
+
+    Parameters
+    ----------
+    path : path-like
+        The index directory.
+    fmt, format_version : str, int
+        The format the caller reads; anything else is refused.
+    mmap : bool
+        Memory-map the arrays read-only instead of reading them into memory.
+    verify : bool
+        Check every file's sha256 against the manifest (reads every byte once).
+
+    Returns
+    -------
+    manifest : dict
+    arrays : dict of numpy.ndarray
+        Keyed by file name without ``.npy``.
+
+    Raises
+    ------
+    IndexFormatError
+        For a missing directory or file, unreadable JSON, another format or version, a size or
+        checksum mismatch, or an array file numpy cannot read.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise IndexFormatError(f"{root} is not a directory; build and save an index there first")
+    try:
+        with open(root / MANIFEST, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except FileNotFoundError:
+        raise IndexFormatError(
+            f"{root} has no {MANIFEST}: it is not a hybrid_engine index (or an interrupted copy)"
+        ) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise IndexFormatError(f"{root / MANIFEST} is not valid JSON ({exc}); rebuild the index") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != fmt:
+        found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
+        raise IndexFormatError(f"{root} holds format {found!r}, expected {fmt!r}")
+    if manifest.get("format_version") != format_version:
+        raise IndexFormatError(
+            f"{root} has {fmt} format version {manifest.get('format_version')!r}; this hybrid_engine "
+            f"{__version__} reads version {format_version}: rebuild the index with this version"
+        )
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        raise IndexFormatError(f"{root / MANIFEST} lists no files; rebuild the index")
+    arrays: dict[str, np.ndarray] = {}
+    for name, info in files.items():
+        file = root / name
+        if Path(name).name != name or not name.endswith(".npy"):
+            raise IndexFormatError(f"{root / MANIFEST} names an unexpected file {name!r}")
+        if not file.is_file():
+            raise IndexFormatError(f"{root} is missing {name}; rebuild the index")
+        if file.stat().st_size != info.get("bytes"):
+            raise IndexFormatError(
+                f"{file} has {file.stat().st_size} bytes, the manifest says {info.get('bytes')}: "
+                "the file is truncated or was changed; rebuild the index"
+            )
+        if verify and _sha256(file) != info.get("sha256"):
+            raise IndexFormatError(f"{file} fails its sha256 check: it is corrupt; rebuild the index")
+        try:
+            arrays[name[: -len(".npy")]] = np.load(
+                file, mmap_mode="r" if mmap else None, allow_pickle=False
+            )
+        except (ValueError, OSError, EOFError) as exc:
+            raise IndexFormatError(f"{file} is not a readable numpy array ({exc})") from None
+    return manifest, arrays
