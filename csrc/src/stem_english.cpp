@@ -1,5 +1,5 @@
 // Snowball English ("Porter2") stemmer, written from the published algorithm as revised in
-// Snowball 3.0 (extra R1 prefixes, "ogist", the "-ying" and "proceed/exceed/succeed" rules in
+// Snowball 3.0 (extra R1 prefixes up to "inter", "ogist", the "-ying" and "proceed/exceed/succeed" rules in
 // Step 1b, no undoubling after a word-initial a/e/o). The reference is libstemmer as shipped in
 // PyStemmer; tests/test_stemmer.py compares the two on hundreds of thousands of words.
 //
@@ -64,8 +64,8 @@ constexpr std::string_view kStep4[] = {
     "iti",   "ous",  "ive",  "ize",  "ion",  "al",   "er",  "ic",
 };
 
-constexpr std::string_view kRegionPrefixes[] = {"gener", "commun", "arsen", "past",
-                                                "univers", "later", "emerg", "organ"};
+constexpr std::string_view kRegionPrefixes[] = {"gener", "commun", "arsen", "past", "univers",
+                                                "later", "emerg", "organ", "inter"};
 
 struct Exception {
     std::string_view word;
@@ -168,14 +168,13 @@ private:
     }
 
     void mark_regions() {
-        p1_ = size();
+        p1_ = region_after(0);
         for (std::string_view prefix : kRegionPrefixes) {
             if (size() >= prefix.size() && ends_with_at(prefix.size(), prefix)) {
                 p1_ = prefix.size();
                 break;
             }
         }
-        if (p1_ == size()) p1_ = region_after(0);
         p2_ = region_after(p1_);
     }
 
