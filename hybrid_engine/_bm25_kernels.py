@@ -1,9 +1,12 @@
-"""numba kernels for BM25: postings decoding, scoring and exact top-k selection.
+"""numba kernels for BM25: postings decoding and scoring.
 
 Postings layout (written by ``csrc/src/index_builder.cpp``, see ``csrc/include/hybrid_engine/
 postings.hpp``): the postings of term ``t`` are ``postings[posting_offsets[t]:
 posting_offsets[t + 1]]``, uint8, a run of (doc-id gap, term frequency) pairs, each a LEB128
 varint; doc ids ascend and the first gap is the first doc id itself.
+
+For speed, the postings can also be decoded once into an impact layout (``impacts_from_postings``):
+per posting a doc id and its precomputed term-frequency component.
 
 Queries are CSR: query ``q`` has terms ``q_terms[q_offsets[q]:q_offsets[q + 1]]`` (int32, no
 repeats) weighted by ``q_weights`` (float32, the term's count in the query).
@@ -15,6 +18,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+
+from hybrid_engine._topk_kernels import SMALL_K, collect_hits, select_top_k, top_k_dense_small
 
 METHODS = {"lucene": 0, "robertson": 1, "atire": 2, "bm25l": 3, "bm25+": 4}
 """BM25 variants (Kamphuis et al., ECIR 2020) and their kernel codes."""
@@ -82,162 +87,45 @@ def _term_score(tf, factor, method, k1, delta):
     return (k1 + 1.0) * tf / (tf + factor) + delta  # bm25+
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _better(score_a, doc_a, score_b, doc_b):
-    """Whether hit a ranks before hit b: higher score, then lower position."""
-    return score_a > score_b or (score_a == score_b and doc_a < doc_b)
-
-
 @numba.njit(cache=True, nogil=True)
-def _sift_down(heap_scores, heap_docs, size, i):
-    """Restore the heap property below ``i``; the root holds the worst of the kept hits."""
-    while True:
-        worst = i
-        left = 2 * i + 1
-        right = left + 1
-        if left < size and _better(
-            heap_scores[worst], heap_docs[worst], heap_scores[left], heap_docs[left]
-        ):
-            worst = left
-        if right < size and _better(
-            heap_scores[worst], heap_docs[worst], heap_scores[right], heap_docs[right]
-        ):
-            worst = right
-        if worst == i:
-            return
-        heap_scores[i], heap_scores[worst] = heap_scores[worst], heap_scores[i]
-        heap_docs[i], heap_docs[worst] = heap_docs[worst], heap_docs[i]
-        i = worst
+def impacts_from_postings(posting_offsets, postings, doc_freqs, factors, method, k1, delta):
+    """Decode all postings into the impact layout: per posting its doc id and score factor.
 
-
-@numba.njit(cache=True, nogil=True)
-def _top_k_heap(acc, touched, n_touched, k, out_ids, out_scores):
-    """Top-k by a bounded heap: best when k is small next to the number of hits."""
-    k = min(k, n_touched)
-    heap_scores = np.empty(k, dtype=np.float64)
-    heap_docs = np.empty(k, dtype=np.int64)
-    for i in range(k):
-        heap_scores[i] = acc[touched[i]]
-        heap_docs[i] = touched[i]
-    for j in range(k // 2 - 1, -1, -1):
-        _sift_down(heap_scores, heap_docs, k, j)
-    for i in range(k, n_touched):
-        doc = touched[i]
-        score = acc[doc]
-        if _better(score, doc, heap_scores[0], heap_docs[0]):
-            heap_scores[0] = score
-            heap_docs[0] = doc
-            _sift_down(heap_scores, heap_docs, k, 0)
-    # Pop the worst into the last free slot until the heap is empty: the row ends up sorted.
-    for last in range(k - 1, -1, -1):
-        out_ids[last] = heap_docs[0]
-        out_scores[last] = heap_scores[0]
-        heap_scores[0] = heap_scores[last]
-        heap_docs[0] = heap_docs[last]
-        _sift_down(heap_scores, heap_docs, last, 0)
-
-
-_RADIX_BITS = 11
-_RADIX_PASSES = 6  # 6 * 11 >= 64
-
-
-@numba.njit(cache=True, nogil=True)
-def _top_k_radix(acc, touched, n_touched, k, out_ids, out_scores):
-    """Top-k by radix sort: branch-free, best when k is large.
-
-    Each hit gets the 64-bit key ``(~float32_bits(score) << 32) | doc``; scores are >= 0, so
-    ascending keys rank by descending float32 score, then ascending position. Hits whose
-    float32 scores are equal are then reordered by their exact float64 score. A histogram of
-    the top key bits first drops the hits that cannot reach the top k.
+    Returns
+    -------
+    impact_offsets : numpy.ndarray
+        int64 ``(n_terms + 1,)``: term ``t`` owns entries ``impact_offsets[t]:
+        impact_offsets[t + 1]``.
+    impact_docs : numpy.ndarray
+        int32: doc ids, ascending within a term.
+    impacts : numpy.ndarray
+        float32: the term-frequency component (``_term_score``) of each posting; a query
+        term's contribution is ``weight * idf * impact``.
     """
-    scores32 = np.empty(n_touched, dtype=np.float32)
-    for i in range(n_touched):
-        scores32[i] = acc[touched[i]]
-    bits = scores32.view(np.uint32)
-    keys = np.empty(n_touched, dtype=np.uint64)
-    for i in range(n_touched):
-        keys[i] = (np.uint64(0xFFFFFFFF - bits[i]) << np.uint64(32)) | np.uint64(touched[i])
-    # Keep the hits whose top digit is at most the digit of the k-th best.
-    top_shift = np.uint64(64 - _RADIX_BITS)
-    hist = np.zeros(1 << _RADIX_BITS, dtype=np.int64)
-    for i in range(n_touched):
-        hist[keys[i] >> top_shift] += 1
-    cutoff = 0
-    seen = hist[0]
-    while seen < k:
-        cutoff += 1
-        seen += hist[cutoff]
-    m = 0
-    for i in range(n_touched):
-        if (keys[i] >> top_shift) <= cutoff:
-            keys[m] = keys[i]
-            m += 1
-    # LSD radix sort of the survivors, skipping digits that all keys share.
-    keys = keys[:m]
-    spare = np.empty(m, dtype=np.uint64)
-    mask = np.uint64((1 << _RADIX_BITS) - 1)
-    for p in range(_RADIX_PASSES):
-        shift = np.uint64(p * _RADIX_BITS)
-        hist[:] = 0
-        for i in range(m):
-            hist[(keys[i] >> shift) & mask] += 1
-        if hist[(keys[0] >> shift) & mask] == m:
-            continue
-        total = 0
-        for d in range(hist.shape[0]):
-            count = hist[d]
-            hist[d] = total
-            total += count
-        for i in range(m):
-            d = (keys[i] >> shift) & mask
-            spare[hist[d]] = keys[i]
-            hist[d] += 1
-        keys, spare = spare, keys
-    # Exact order inside runs of equal float32 scores (already by ascending position).
-    docs = np.empty(m, dtype=np.int64)
-    for i in range(m):
-        docs[i] = np.int64(keys[i] & np.uint64(0xFFFFFFFF))
-    start = 0
-    while start < k:
-        stop = start + 1
-        while stop < m and (keys[stop] >> np.uint64(32)) == (keys[start] >> np.uint64(32)):
-            stop += 1
-        for i in range(start + 1, stop):  # stable insertion sort by descending exact score
-            doc = docs[i]
-            j = i
-            while j > start and acc[docs[j - 1]] < acc[doc]:
-                docs[j] = docs[j - 1]
-                j -= 1
-            docs[j] = doc
-        start = stop
-    for r in range(k):
-        out_ids[r] = docs[r]
-        out_scores[r] = acc[docs[r]]
+    n_terms = doc_freqs.shape[0]
+    impact_offsets = np.zeros(n_terms + 1, dtype=np.int64)
+    for term in range(n_terms):
+        impact_offsets[term + 1] = impact_offsets[term] + doc_freqs[term]
+    impact_docs = np.empty(impact_offsets[n_terms], dtype=np.int32)
+    impacts = np.empty(impact_offsets[n_terms], dtype=np.float32)
+    for term in range(n_terms):
+        pos = posting_offsets[term]
+        end = posting_offsets[term + 1]
+        doc = np.int64(0)
+        i = impact_offsets[term]
+        while pos < end:
+            gap, pos = _read_varint(postings, pos)
+            tf, pos = _read_varint(postings, pos)
+            doc += gap
+            impact_docs[i] = doc
+            impacts[i] = _term_score(np.float64(tf), factors[doc], method, k1, delta)
+            i += 1
+    return impact_offsets, impact_docs, impacts
 
 
-HEAP_MAX_K = 32
-"""Up to this k the heap selects the top k; above it the radix sort does."""
-
-
-@numba.njit(cache=True, nogil=True)
-def select_top_k(acc, touched, n_touched, k, out_ids, out_scores):
-    """Write the exact top-k hits (or all, when fewer) into one output row, best first.
-
-    Parameters
-    ----------
-    acc : numpy.ndarray
-        float64 ``(n_docs,)``: scores, valid at the touched positions; all must be >= 0.
-    touched : numpy.ndarray
-        int32: the hit positions are ``touched[:n_touched]``, each once.
-    out_ids, out_scores : numpy.ndarray
-        int64 and float32 ``(k,)``; entries past the number of hits are left as they are.
-    """
-    if n_touched == 0:
-        return
-    if k <= HEAP_MAX_K or n_touched <= k:
-        _top_k_heap(acc, touched, n_touched, k, out_ids, out_scores)
-    else:
-        _top_k_radix(acc, touched, n_touched, k, out_ids, out_scores)
+DENSE_RATIO = 0.5
+"""A query whose postings number at least this fraction of the documents is scored densely:
+no per-posting hit tracking, then one scan of the accumulator."""
 
 
 @numba.njit(cache=True, nogil=True)
@@ -245,18 +133,22 @@ def search_batch(
     q_terms,
     q_weights,
     q_offsets,
+    idf,
+    doc_freqs,
     posting_offsets,
     postings,
-    idf,
     factors,
+    impact_offsets,
+    impact_docs,
+    impacts,
+    use_impacts,
     method,
     k1,
     delta,
     out_ids,
     out_scores,
     acc,
-    flags,
-    touched,
+    hits,
 ):
     """Exhaustive BM25 top-k of queries ``0 .. out_ids.shape[0] - 1``.
 
@@ -264,46 +156,75 @@ def search_batch(
     ----------
     q_terms, q_weights, q_offsets : numpy.ndarray
         int32, float32, int64: the queries as CSR; ``q_offsets`` has ``n_queries + 1`` entries.
-    posting_offsets, postings : numpy.ndarray
-        int64 ``(n_terms + 1,)`` and uint8: the index's postings.
     idf : numpy.ndarray
         float64 ``(n_terms,)`` from ``term_idf``.
-    factors : numpy.ndarray
-        float32 ``(n_docs,)`` from ``doc_factors``.
+    doc_freqs : numpy.ndarray
+        int32 ``(n_terms,)``: postings per term.
+    posting_offsets, postings, factors : numpy.ndarray
+        The compressed postings (int64 ``(n_terms + 1,)``, uint8) and float32 ``(n_docs,)``
+        from ``doc_factors``; read when ``use_impacts`` is false.
+    impact_offsets, impact_docs, impacts : numpy.ndarray
+        The output of ``impacts_from_postings``; read when ``use_impacts`` is true (pass
+        empty arrays otherwise).
     method : int
         A code of ``METHODS``.
     k1, delta : float
         BM25 parameters (``delta`` is used by bm25l and bm25+ only).
     out_ids, out_scores : numpy.ndarray
         int64 and float32 ``(n_queries, k)``, pre-filled with -1 and -inf; rows are written
-        best first, ties by ascending position. Only documents holding at least one query
-        term are hits.
-    acc, flags, touched : numpy.ndarray
-        Scratch: float64 and uint8 ``(n_docs,)``, all zero on entry (and left so), and int32
+        best first, ties by ascending position. Hits are the documents holding at least one
+        query term of positive idf (every variant's idf is positive except robertson's,
+        clamped at 0 for terms in more than half the documents).
+    acc, hits : numpy.ndarray
+        Scratch: float64 ``(n_docs,)``, all zero on entry (and left so), and int32
         ``(n_docs + 1,)``.
     """
     n_queries, k = out_ids.shape
+    n_docs = acc.shape[0]
     for q in range(n_queries):
-        n_touched = 0
+        work = 0
+        for j in range(q_offsets[q], q_offsets[q + 1]):
+            work += doc_freqs[q_terms[j]]
+        dense = work >= DENSE_RATIO * n_docs
+        n_hits = 0
         for j in range(q_offsets[q], q_offsets[q + 1]):
             term = q_terms[j]
             weight = q_weights[j] * idf[term]
-            pos = posting_offsets[term]
-            end = posting_offsets[term + 1]
-            doc = np.int64(0)
-            while pos < end:
-                gap, pos = _read_varint(postings, pos)
-                tf, pos = _read_varint(postings, pos)
-                doc += gap
-                acc[doc] += weight * _term_score(np.float64(tf), factors[doc], method, k1, delta)
-                # Branch-free "first time seen": append, and advance only if new.
-                touched[n_touched] = doc
-                n_touched += 1 - flags[doc]
-                flags[doc] = 1
-        select_top_k(acc, touched, n_touched, k, out_ids[q], out_scores[q])
-        for i in range(n_touched):
-            acc[touched[i]] = 0.0
-            flags[touched[i]] = 0
+            if weight <= 0.0:  # robertson's clamped idf: the term neither scores nor matches
+                continue
+            if use_impacts:
+                for i in range(impact_offsets[term], impact_offsets[term + 1]):
+                    doc = impact_docs[i]
+                    if not dense:
+                        # Contributions are > 0, so acc == 0 means "not seen yet": append
+                        # without a branch, keeping the entry only when new.
+                        hits[n_hits] = doc
+                        n_hits += acc[doc] == 0.0
+                    acc[doc] += weight * impacts[i]
+            else:
+                pos = posting_offsets[term]
+                end = posting_offsets[term + 1]
+                doc = np.int64(0)
+                while pos < end:
+                    gap, pos = _read_varint(postings, pos)
+                    tf, pos = _read_varint(postings, pos)
+                    doc += gap
+                    if not dense:
+                        hits[n_hits] = doc
+                        n_hits += acc[doc] == 0.0
+                    acc[doc] += weight * _term_score(
+                        np.float64(tf), factors[doc], method, k1, delta
+                    )
+        if not dense:
+            select_top_k(acc, hits, n_hits, k, out_ids[q], out_scores[q])
+            for i in range(n_hits):
+                acc[hits[i]] = 0.0
+            continue
+        if k <= SMALL_K:
+            top_k_dense_small(acc, k, out_ids[q], out_scores[q])
+        else:
+            select_top_k(acc, hits, collect_hits(acc, hits), k, out_ids[q], out_scores[q])
+        acc[:] = 0.0
 
 
 @numba.njit(cache=True, nogil=True)

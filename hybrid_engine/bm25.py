@@ -31,6 +31,10 @@ _INDEX_ARRAYS = {
     "doc_lengths": np.int32,
 }
 _QUERIES_PER_THREAD = 32  # below this a batch is not worth another thread
+IMPACT_CACHE_MAX_BYTES = 1 << 30
+"""``cache_impacts=None`` decodes postings into the 8-byte-per-posting impact layout when it
+takes at most this many bytes (and the index is not memory-mapped)."""
+_NO_IMPACTS = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,7 @@ class BM25Index:
         params: BM25Params,
         analyzer: AnalyzerConfig,
         doc_ids: DocIds,
+        cache_impacts: bool,
     ) -> None:
         """Private: use ``build`` or ``load``. ``arrays`` must already be validated."""
         self._arrays = arrays
@@ -109,6 +114,15 @@ class BM25Index:
         self._idf = kernels.term_idf(arrays["doc_freqs"], len(doc_lengths), params.method)
         self._factors = kernels.doc_factors(doc_lengths, params.method, params.k1, params.b)
         self._avg_doc_length = float(doc_lengths.mean())
+        self._impacts = (
+            kernels.impacts_from_postings(
+                arrays["posting_offsets"], arrays["postings"], arrays["doc_freqs"],
+                self._factors, kernels.METHODS[params.method], float(params.k1),
+                float(params.delta),
+            )
+            if cache_impacts
+            else _NO_IMPACTS
+        )
         self._scratch = threading.local()
 
     # -- construction -------------------------------------------------------------------------
@@ -126,6 +140,7 @@ class BM25Index:
         num_threads: int | None = None,
         show_progress: bool = False,
         batch_size: int = 16384,
+        cache_impacts: bool | None = None,
     ) -> BM25Index:
         """Index a corpus.
 
@@ -145,6 +160,10 @@ class BM25Index:
             Show a progress bar (tqdm) on stderr.
         batch_size : int
             Documents analysed per C++ call.
+        cache_impacts : bool, optional
+            Keep every posting decoded in memory as (doc id, score factor), 8 bytes each, for
+            about 1.3x faster scoring. None: only when that takes at most
+            ``IMPACT_CACHE_MAX_BYTES``. Results are the same either way.
 
         Raises
         ------
@@ -166,7 +185,8 @@ class BM25Index:
         if not ids:
             raise ValueError("the corpus is empty; give at least one document")
         arrays = builder.finish()
-        return cls(arrays, params, analyzer, DocIds.from_list(ids))
+        cache = _auto_cache(arrays, mmap=False) if cache_impacts is None else cache_impacts
+        return cls(arrays, params, analyzer, DocIds.from_list(ids), cache)
 
     # -- properties ---------------------------------------------------------------------------
 
@@ -223,16 +243,12 @@ class BM25Index:
 
     # -- search -------------------------------------------------------------------------------
 
-    def _scratch_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _scratch_buffers(self) -> tuple[np.ndarray, np.ndarray]:
         """This thread's kernel scratch (reused: allocating it per call costs page faults)."""
         buffers = getattr(self._scratch, "buffers", None)
         if buffers is None:
             n = self.num_documents
-            buffers = (
-                np.zeros(n, dtype=np.float64),
-                np.zeros(n, dtype=np.uint8),
-                np.empty(n + 1, dtype=np.int32),
-            )
+            buffers = (np.zeros(n, dtype=np.float64), np.empty(n + 1, dtype=np.int32))
             self._scratch.buffers = buffers
         return buffers
 
@@ -241,14 +257,14 @@ class BM25Index:
         out: SearchResult,
     ) -> None:
         terms, weights, offsets = encoded
-        acc, flags, touched = self._scratch_buffers()
+        acc, hits = self._scratch_buffers()
         a = self._arrays
         kernels.search_batch(
-            terms, weights, offsets[start : stop + 1],
-            a["posting_offsets"], a["postings"], self._idf, self._factors,
-            kernels.METHODS[self._params.method], float(self._params.k1),
-            float(self._params.delta), out.ids[start:stop], out.scores[start:stop], acc, flags,
-            touched,
+            terms, weights, offsets[start : stop + 1], self._idf, a["doc_freqs"],
+            a["posting_offsets"], a["postings"], self._factors, *self._impacts,
+            self._impacts is not _NO_IMPACTS, kernels.METHODS[self._params.method],
+            float(self._params.k1), float(self._params.delta),
+            out.ids[start:stop], out.scores[start:stop], acc, hits,
         )
 
     def search(
@@ -328,7 +344,12 @@ class BM25Index:
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike[str], *, mmap: bool = False, verify: bool = True
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        mmap: bool = False,
+        verify: bool = True,
+        cache_impacts: bool | None = None,
     ) -> BM25Index:
         """Read an index saved by ``save``.
 
@@ -341,6 +362,9 @@ class BM25Index:
         verify : bool
             Check file checksums and the structure of every posting list (one pass over the
             data); turn off only for trusted indexes where load time matters.
+        cache_impacts : bool, optional
+            As in ``build``; None caches unless ``mmap`` is set or the cache would exceed
+            ``IMPACT_CACHE_MAX_BYTES``.
 
         Raises
         ------
@@ -362,10 +386,15 @@ class BM25Index:
             if explicit
             else DocIds(n_docs)
         )
+        cache = _auto_cache(arrays, mmap=mmap) if cache_impacts is None else cache_impacts
         try:
-            return cls(arrays, params, analyzer, doc_ids)
+            return cls(arrays, params, analyzer, doc_ids, cache)
         except ValueError as exc:  # the vocabulary rejected by the C++ term table
             raise IndexFormatError(f"{path}: {exc}; rebuild the index") from None
+
+
+def _auto_cache(arrays: dict[str, np.ndarray], *, mmap: bool) -> bool:
+    return not mmap and 8 * int(arrays["doc_freqs"].sum()) <= IMPACT_CACHE_MAX_BYTES
 
 
 def _check_arrays(

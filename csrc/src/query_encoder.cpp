@@ -15,6 +15,9 @@ EncodedQueries QueryEncoder::encode(const std::vector<std::string>& queries) con
     out.offsets.push_back(0);
     std::string scratch;
     std::string term;
+    // Words repeat across a batch: normalise (stem) each distinct word once per call.
+    StringTable words;
+    std::vector<int32_t> word_terms;  // -1: dropped or not in the vocabulary
     for (std::size_t q = 0; q < queries.size(); ++q) {
         if (is_blank(queries[q])) {
             throw std::invalid_argument("query " + std::to_string(q) +
@@ -23,8 +26,15 @@ EncodedQueries QueryEncoder::encode(const std::vector<std::string>& queries) con
         }
         const std::size_t begin = out.terms.size();
         analyzer_.split_words(queries[q], scratch, [&](std::string_view word) {
-            if (!analyzer_.normalize_word(word, term)) return;
-            const int32_t id = vocabulary_.find(term);
+            const int32_t cached = words.find(word);
+            int32_t id;
+            if (cached >= 0) {
+                id = word_terms[cached];
+            } else {
+                id = analyzer_.normalize_word(word, term) ? vocabulary_.find(term) : -1;
+                words.insert(word);
+                word_terms.push_back(id);
+            }
             if (id < 0) return;
             for (std::size_t i = begin; i < out.terms.size(); ++i) {
                 if (out.terms[i] == id) {

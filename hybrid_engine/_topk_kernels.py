@@ -1,0 +1,185 @@
+"""numba kernels for exact top-k selection over accumulated scores.
+
+Hits are ranked by descending score, then ascending position (document id). All kernels are
+``nogil``.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _better(score_a, doc_a, score_b, doc_b):
+    """Whether hit a ranks before hit b: higher score, then lower position."""
+    return score_a > score_b or (score_a == score_b and doc_a < doc_b)
+
+
+SMALL_K = 32
+"""Up to this k, top-k keeps a sorted buffer (one predictable compare per hit); above it a
+radix sort ranks the hits."""
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _insert(buf_scores, buf_docs, size, k, score, doc):
+    """Insert a hit into the sorted buffer (best first) of ``size`` hits, capped at ``k``."""
+    i = min(size, k - 1)
+    while i > 0 and _better(score, doc, buf_scores[i - 1], buf_docs[i - 1]):
+        buf_scores[i] = buf_scores[i - 1]
+        buf_docs[i] = buf_docs[i - 1]
+        i -= 1
+    buf_scores[i] = score
+    buf_docs[i] = doc
+    return min(size + 1, k)
+
+
+@numba.njit(cache=True, nogil=True)
+def _top_k_small(acc, hits, n_hits, k, out_ids, out_scores):
+    """Top-k of listed hits for small k: a sorted buffer that most hits never enter."""
+    buf_scores = np.empty(k, dtype=np.float64)
+    buf_docs = np.empty(k, dtype=np.int64)
+    size = 0
+    for i in range(n_hits):
+        doc = hits[i]
+        score = acc[doc]
+        if size < k or _better(score, doc, buf_scores[k - 1], buf_docs[k - 1]):
+            size = _insert(buf_scores, buf_docs, size, k, score, doc)
+    for r in range(size):
+        out_ids[r] = buf_docs[r]
+        out_scores[r] = buf_scores[r]
+
+
+@numba.njit(cache=True, nogil=True)
+def top_k_dense_small(acc, k, out_ids, out_scores):
+    """Top-k (k <= SMALL_K) of all positive entries of ``acc``, scanned in position order.
+
+    Scanning in ascending position, a later equal score never ranks higher, so one compare
+    against the current k-th score decides.
+    """
+    buf_scores = np.empty(k, dtype=np.float64)
+    buf_docs = np.empty(k, dtype=np.int64)
+    size = 0
+    threshold = 0.0
+    for doc in range(acc.shape[0]):
+        score = acc[doc]
+        if score > threshold:
+            size = _insert(buf_scores, buf_docs, size, k, score, doc)
+            if size == k:
+                threshold = buf_scores[k - 1]
+    for r in range(size):
+        out_ids[r] = buf_docs[r]
+        out_scores[r] = buf_scores[r]
+
+
+_RADIX_BITS = 11
+_RADIX_PASSES = 6  # 6 * 11 >= 64
+
+
+@numba.njit(cache=True, nogil=True)
+def _top_k_radix(acc, hits, n_hits, k, out_ids, out_scores):
+    """Top-k by radix sort: branch-free, best when k is large.
+
+    Each hit gets the 64-bit key ``(~float32_bits(score) << 32) | doc``; scores are >= 0, so
+    ascending keys rank by descending float32 score, then ascending position. Hits whose
+    float32 scores are equal are then reordered by their exact float64 score. A histogram of
+    the top key bits first drops the hits that cannot reach the top k.
+    """
+    k = min(k, n_hits)
+    scores32 = np.empty(n_hits, dtype=np.float32)
+    for i in range(n_hits):
+        scores32[i] = acc[hits[i]]
+    bits = scores32.view(np.uint32)
+    keys = np.empty(n_hits, dtype=np.uint64)
+    for i in range(n_hits):
+        keys[i] = (np.uint64(0xFFFFFFFF - bits[i]) << np.uint64(32)) | np.uint64(hits[i])
+    # Keep the hits whose top digit is at most the digit of the k-th best.
+    top_shift = np.uint64(64 - _RADIX_BITS)
+    hist = np.zeros(1 << _RADIX_BITS, dtype=np.int64)
+    for i in range(n_hits):
+        hist[keys[i] >> top_shift] += 1
+    cutoff = 0
+    seen = hist[0]
+    while seen < k:
+        cutoff += 1
+        seen += hist[cutoff]
+    m = 0
+    for i in range(n_hits):
+        if (keys[i] >> top_shift) <= cutoff:
+            keys[m] = keys[i]
+            m += 1
+    # LSD radix sort of the survivors, skipping digits that all keys share.
+    keys = keys[:m]
+    spare = np.empty(m, dtype=np.uint64)
+    mask = np.uint64((1 << _RADIX_BITS) - 1)
+    for p in range(_RADIX_PASSES):
+        shift = np.uint64(p * _RADIX_BITS)
+        hist[:] = 0
+        for i in range(m):
+            hist[(keys[i] >> shift) & mask] += 1
+        if hist[(keys[0] >> shift) & mask] == m:
+            continue
+        total = 0
+        for d in range(hist.shape[0]):
+            count = hist[d]
+            hist[d] = total
+            total += count
+        for i in range(m):
+            d = (keys[i] >> shift) & mask
+            spare[hist[d]] = keys[i]
+            hist[d] += 1
+        keys, spare = spare, keys
+    # Exact order inside runs of equal float32 scores (already by ascending position).
+    docs = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        docs[i] = np.int64(keys[i] & np.uint64(0xFFFFFFFF))
+    start = 0
+    while start < k:
+        stop = start + 1
+        while stop < m and (keys[stop] >> np.uint64(32)) == (keys[start] >> np.uint64(32)):
+            stop += 1
+        for i in range(start + 1, stop):  # stable insertion sort by descending exact score
+            doc = docs[i]
+            j = i
+            while j > start and acc[docs[j - 1]] < acc[doc]:
+                docs[j] = docs[j - 1]
+                j -= 1
+            docs[j] = doc
+        start = stop
+    for r in range(k):
+        out_ids[r] = docs[r]
+        out_scores[r] = acc[docs[r]]
+
+
+@numba.njit(cache=True, nogil=True)
+def select_top_k(acc, hits, n_hits, k, out_ids, out_scores):
+    """Write the exact top-k hits (or all, when fewer) into one output row, best first.
+
+    Parameters
+    ----------
+    acc : numpy.ndarray
+        float64 ``(n_docs,)``: scores, valid at the hit positions; all must be > 0.
+    hits : numpy.ndarray
+        int32: the hit positions are ``hits[:n_hits]``, each once, in any order.
+    out_ids, out_scores : numpy.ndarray
+        int64 and float32 ``(k,)``; entries past the number of hits are left as they are.
+    """
+    if n_hits == 0:
+        return
+    if k <= SMALL_K:
+        _top_k_small(acc, hits, n_hits, k, out_ids, out_scores)
+    else:
+        _top_k_radix(acc, hits, n_hits, k, out_ids, out_scores)
+
+
+@numba.njit(cache=True, nogil=True)
+def collect_hits(acc, hits):
+    """Positions with a positive score, ascending, into ``hits``; returns their count.
+
+    ``hits`` needs ``acc.shape[0] + 1`` entries (the append is branch-free).
+    """
+    n = 0
+    for doc in range(acc.shape[0]):
+        hits[n] = doc
+        n += acc[doc] > 0.0
+    return n
