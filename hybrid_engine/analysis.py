@@ -62,9 +62,7 @@ class AnalyzerConfig:
         for name, value in self.to_dict().items():
             expected = bool if isinstance(getattr(core, name), bool) else type(getattr(core, name))
             if type(value) is not expected:
-                raise TypeError(
-                    f"analyzer setting {name}={value!r} must be {expected.__name__}"
-                )
+                raise TypeError(f"analyzer setting {name}={value!r} must be {expected.__name__}")
             if expected is int and value < 1:
                 raise ValueError(f"analyzer setting {name} must be >= 1, got {value}")
             setattr(core, name, value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Iterable, Sequence
@@ -15,7 +16,7 @@ from tqdm.auto import tqdm
 from hybrid_engine import _bm25_kernels as kernels
 from hybrid_engine import _core
 from hybrid_engine.analysis import AnalyzerConfig
-from hybrid_engine.corpus import Document, DocIds, iter_batches
+from hybrid_engine.corpus import DocIds, Document, iter_batches
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.results import SearchResult
 from hybrid_engine.storage import read_index_dir, write_index_dir
@@ -116,8 +117,12 @@ class BM25Index:
         self._avg_doc_length = float(doc_lengths.mean())
         self._impacts = (
             kernels.impacts_from_postings(
-                arrays["posting_offsets"], arrays["postings"], arrays["doc_freqs"],
-                self._factors, kernels.METHODS[params.method], float(params.k1),
+                arrays["posting_offsets"],
+                arrays["postings"],
+                arrays["doc_freqs"],
+                self._factors,
+                kernels.METHODS[params.method],
+                float(params.k1),
                 float(params.delta),
             )
             if cache_impacts
@@ -253,18 +258,33 @@ class BM25Index:
         return buffers
 
     def _search_range(
-        self, encoded: tuple[np.ndarray, np.ndarray, np.ndarray], start: int, stop: int,
+        self,
+        encoded: tuple[np.ndarray, np.ndarray, np.ndarray],
+        start: int,
+        stop: int,
         out: SearchResult,
     ) -> None:
         terms, weights, offsets = encoded
         acc, hits = self._scratch_buffers()
         a = self._arrays
         kernels.search_batch(
-            terms, weights, offsets[start : stop + 1], self._idf, a["doc_freqs"],
-            a["posting_offsets"], a["postings"], self._factors, *self._impacts,
-            self._impacts is not _NO_IMPACTS, kernels.METHODS[self._params.method],
-            float(self._params.k1), float(self._params.delta),
-            out.ids[start:stop], out.scores[start:stop], acc, hits,
+            terms,
+            weights,
+            offsets[start : stop + 1],
+            self._idf,
+            a["doc_freqs"],
+            a["posting_offsets"],
+            a["postings"],
+            self._factors,
+            *self._impacts,
+            self._impacts is not _NO_IMPACTS,
+            kernels.METHODS[self._params.method],
+            float(self._params.k1),
+            float(self._params.delta),
+            out.ids[start:stop],
+            out.scores[start:stop],
+            acc,
+            hits,
         )
 
     def search(
@@ -299,7 +319,9 @@ class BM25Index:
         if isinstance(queries, str):
             queries = [queries]
         elif not isinstance(queries, Sequence):
-            raise TypeError(f"queries must be a str or a sequence of str, got {type(queries).__name__}")
+            raise TypeError(
+                f"queries must be a str or a sequence of str, got {type(queries).__name__}"
+            )
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be a positive int, got {k!r}")
         encoded = self._encoder.encode(queries)
@@ -307,10 +329,10 @@ class BM25Index:
         out = SearchResult.empty(n, int(k))
         if n == 0:
             return out
-        threads = min(
-            _check_threads(num_threads) if num_threads is not None else _default_threads(),
-            max(1, n // _QUERIES_PER_THREAD) if num_threads is None else n,
-        )
+        if num_threads is None:
+            threads = min(_default_threads(), max(1, n // _QUERIES_PER_THREAD))
+        else:
+            threads = min(_check_threads(num_threads), n)
         if threads == 1:
             self._search_range(encoded, 0, n, out)
             return out
@@ -318,7 +340,7 @@ class BM25Index:
         with ThreadPoolExecutor(max_workers=threads) as pool:
             for future in [
                 pool.submit(self._search_range, encoded, lo, hi, out)
-                for lo, hi in zip(bounds[:-1], bounds[1:])
+                for lo, hi in itertools.pairwise(bounds)
             ]:
                 future.result()
         return out
@@ -379,7 +401,9 @@ class BM25Index:
             n_docs = int(manifest["stats"]["num_documents"])
             explicit = manifest["doc_ids"] == "explicit"
         except (KeyError, TypeError, ValueError) as exc:
-            raise IndexFormatError(f"{path}: bad manifest entry ({exc}); rebuild the index") from None
+            raise IndexFormatError(
+                f"{path}: bad manifest entry ({exc}); rebuild the index"
+            ) from None
         _check_arrays(path, arrays, n_docs, verify)
         doc_ids = (
             DocIds(n_docs, arrays["doc_id_bytes"], arrays["doc_id_offsets"])

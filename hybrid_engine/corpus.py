@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Union, overload
+from typing import Any, TypeAlias, Union, overload
 
 import numpy as np
 
-Document = Union[str, Mapping[str, Any]]
+Document: TypeAlias = Union[str, Mapping[str, Any]]  # noqa: UP007 (runtime alias on 3.10)
 """A document: plain text, or a mapping with ``"text"`` and optional ``"title"`` and ``"_id"``."""
 
 
@@ -41,7 +41,9 @@ def document_text(doc: Document, position: int) -> tuple[str, str | None]:
     return text, doc_id
 
 
-def iter_batches(corpus: Iterable[Document], batch_size: int) -> Iterator[tuple[list[str], list[str | None]]]:
+def iter_batches(
+    corpus: Iterable[Document], batch_size: int
+) -> Iterator[tuple[list[str], list[str | None]]]:
     """Yield ``(texts, ids)`` batches of at most ``batch_size`` documents, checking each."""
     if isinstance(corpus, (str, bytes, Mapping)):
         raise TypeError(
@@ -67,7 +69,9 @@ class DocIds(Sequence[str]):
     When the corpus gave no ids, ``ids[i]`` is ``str(i)``.
     """
 
-    def __init__(self, n_docs: int, data: np.ndarray | None = None, offsets: np.ndarray | None = None):
+    def __init__(
+        self, n_docs: int, data: np.ndarray | None = None, offsets: np.ndarray | None = None
+    ):
         self._n = n_docs
         self._data = data
         self._offsets = offsets

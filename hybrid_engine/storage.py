@@ -146,14 +146,17 @@ def read_index_dir(
             f"{root} has no {MANIFEST}: it is not a hybrid_engine index (or an interrupted copy)"
         ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise IndexFormatError(f"{root / MANIFEST} is not valid JSON ({exc}); rebuild the index") from None
+        raise IndexFormatError(
+            f"{root / MANIFEST} is not valid JSON ({exc}); rebuild the index"
+        ) from None
     if not isinstance(manifest, dict) or manifest.get("format") != fmt:
         found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
         raise IndexFormatError(f"{root} holds format {found!r}, expected {fmt!r}")
     if manifest.get("format_version") != format_version:
         raise IndexFormatError(
-            f"{root} has {fmt} format version {manifest.get('format_version')!r}; this hybrid_engine "
-            f"{__version__} reads version {format_version}: rebuild the index with this version"
+            f"{root} has {fmt} format version {manifest.get('format_version')!r}; this "
+            f"hybrid_engine {__version__} reads version {format_version}: rebuild the index with "
+            "this version"
         )
     files = manifest.get("files")
     if not isinstance(files, dict):
@@ -171,7 +174,9 @@ def read_index_dir(
                 "the file is truncated or was changed; rebuild the index"
             )
         if verify and _sha256(file) != info.get("sha256"):
-            raise IndexFormatError(f"{file} fails its sha256 check: it is corrupt; rebuild the index")
+            raise IndexFormatError(
+                f"{file} fails its sha256 check: it is corrupt; rebuild the index"
+            )
         try:
             arrays[name[: -len(".npy")]] = np.load(
                 file, mmap_mode="r" if mmap else None, allow_pickle=False

@@ -1,0 +1,3 @@
+from hybrid_engine.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,41 @@
+"""Type stubs of the private C++ extension (csrc/bindings.cpp)."""
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+class AnalyzerConfig:
+    lowercase: bool
+    strip_accents: bool
+    stopwords: bool
+    stemmer: str
+    min_token_length: int
+    max_token_length: int
+    cjk: str
+    def __init__(self) -> None: ...
+
+class Analyzer:
+    def __init__(self, config: AnalyzerConfig) -> None: ...
+    def analyze(self, text: str) -> list[str]: ...
+
+def stem_english(word: str) -> str: ...
+
+class IndexBuilder:
+    def __init__(self, config: AnalyzerConfig, num_threads: int) -> None: ...
+    def add(self, texts: Sequence[str]) -> None: ...
+    @property
+    def num_documents(self) -> int: ...
+    def finish(self) -> dict[str, npt.NDArray[np.generic]]: ...
+
+class QueryEncoder:
+    def __init__(
+        self,
+        config: AnalyzerConfig,
+        vocab_bytes: npt.NDArray[np.uint8],
+        vocab_offsets: npt.NDArray[np.int64],
+    ) -> None: ...
+    def encode(
+        self, queries: Sequence[str]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    def term_id(self, term: str) -> int: ...

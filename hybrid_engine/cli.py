@@ -1,0 +1,222 @@
+"""The ``hybrid-engine`` command line: index, search, eval and the scifact demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from hybrid_engine._version import __version__
+from hybrid_engine.analysis import AnalyzerConfig
+from hybrid_engine.bm25 import BM25Index
+from hybrid_engine.errors import HybridEngineError
+from hybrid_engine.evaluation import DatasetError, load_beir, load_corpus
+from hybrid_engine.evaluation.runner import RETRIEVERS, evaluate_retriever, score_searcher
+
+DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
+"""The embedded default collection: ``../shared/data/beir/scifact`` beside the checkout."""
+
+DEMO_QUERIES = (
+    "0-dimensional biomaterials show inductive properties.",
+    "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
+    "Vitamin D deficiency raises the risk of multiple sclerosis.",
+)
+
+
+def _add_analyzer_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("analysis")
+    group.add_argument("--no-stopwords", action="store_true", help="keep English stopwords")
+    group.add_argument("--stemmer", choices=("english", "none"), default="english")
+    group.add_argument("--keep-accents", action="store_true", help="do not strip diacritics")
+    group.add_argument("--cjk", choices=("unigram", "bigram"), default="unigram")
+
+
+def _analyzer(args: argparse.Namespace) -> AnalyzerConfig:
+    return AnalyzerConfig(
+        stopwords=not args.no_stopwords,
+        stemmer=args.stemmer,
+        strip_accents=not args.keep_accents,
+        cjk=args.cjk,
+    )
+
+
+def _print_table(rows: dict[str, dict[str, float]]) -> None:
+    columns = list(next(iter(rows.values())))
+    header = f"{'retriever':<12}" + "".join(f"{c:>14}" for c in columns)
+    print(header)
+    print("-" * len(header))
+    for name, values in rows.items():
+        cells = "".join(
+            f"{values[c]:>14.1f}" if c == "queries_per_s" else f"{values[c]:>14.4f}"
+            for c in columns
+        )
+        print(f"{name:<12}{cells}")
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    corpus = load_corpus(args.corpus)
+    start = time.perf_counter()
+    index = BM25Index.build(
+        corpus,
+        k1=args.k1,
+        b=args.b,
+        method=args.method,
+        analyzer=_analyzer(args),
+        num_threads=args.threads,
+        show_progress=not args.quiet,
+    )
+    index.save(args.output)
+    if not args.quiet:
+        print(
+            f"indexed {index.num_documents} documents ({index.num_terms} terms) in "
+            f"{time.perf_counter() - start:.2f}s -> {args.output}"
+        )
+    return 0
+
+
+def _print_hits(
+    index: BM25Index,
+    queries: Sequence[str],
+    k: int,
+    as_json: bool,
+    titles: dict[str, str] | None = None,
+) -> None:
+    result = index.search(list(queries), k)
+    rows = [
+        [
+            {"rank": r + 1, "id": index.doc_ids[int(i)], "score": float(s)}
+            for r, (i, s) in enumerate(zip(ids, scores, strict=True))
+            if i >= 0
+        ]
+        for ids, scores in zip(result.ids, result.scores, strict=True)
+    ]
+    if as_json:
+        listing = [{"query": q, "hits": h} for q, h in zip(queries, rows, strict=True)]
+        print(json.dumps(listing, indent=2))
+        return
+    for query, hits in zip(queries, rows, strict=True):
+        print(f"\nquery: {query}")
+        if not hits:
+            print("  (no document holds any query term)")
+        for hit in hits:
+            title = (titles or {}).get(str(hit["id"]), "")
+            title = title if len(title) <= 70 else title[:67] + "..."
+            print(f"  {hit['rank']:>3}. {hit['score']:8.4f}  {hit['id']:<12} {title}")
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    index = BM25Index.load(args.index, mmap=args.mmap)
+    _print_hits(index, args.queries, args.k, args.json)
+    return 0
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    dataset = load_beir(args.dataset, args.split)
+    names = [n.strip() for n in args.retriever.split(",") if n.strip()]
+    unknown = [n for n in names if n not in RETRIEVERS]
+    if unknown or not names:
+        raise ValueError(f"unknown retriever(s) {unknown}; choose from {sorted(RETRIEVERS)}")
+    rows = {
+        name: evaluate_retriever(
+            dataset, name, num_threads=args.threads, show_progress=not args.quiet
+        ).to_dict()
+        for name in names
+    }
+    print(
+        f"{dataset.name} ({args.split}: {len(dataset.queries)} queries, "
+        f"{len(dataset.corpus)} documents)"
+    )
+    _print_table(rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    dataset = load_beir(args.dataset, "test")
+    start = time.perf_counter()
+    index = BM25Index.build(dataset.corpus, show_progress=not args.quiet)
+    print(
+        f"indexed {index.num_documents} documents of {dataset.name} in "
+        f"{time.perf_counter() - start:.2f}s ({index!r})"
+    )
+    titles = {doc["_id"]: doc["title"] for doc in dataset.corpus}
+    _print_hits(index, DEMO_QUERIES, 5, as_json=False, titles=titles)
+    metrics, queries_per_s = score_searcher(dataset, index.search, index.doc_ids)
+    print(
+        f"\n{dataset.name} test ({len(dataset.queries)} queries, {len(dataset.corpus)} documents)"
+    )
+    _print_table({"bm25": {**metrics, "queries_per_s": queries_per_s}})
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``hybrid-engine`` (exposed for docs and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="hybrid-engine", description="Embedded CPU-only hybrid retrieval."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("index", help="build a BM25 index from a corpus and save it")
+    p.add_argument("corpus", help="corpus.jsonl[.gz] ({_id, title, text} per line) or its folder")
+    p.add_argument("output", help="index directory to write (replaced atomically)")
+    p.add_argument("--k1", type=float, default=0.9)
+    p.add_argument("--b", type=float, default=0.4)
+    p.add_argument(
+        "--method", default="lucene", choices=("lucene", "robertson", "atire", "bm25l", "bm25+")
+    )
+    p.add_argument("--threads", type=int, default=None, help="analysis threads (default: all)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    _add_analyzer_options(p)
+    p.set_defaults(func=_cmd_index)
+
+    p = sub.add_parser("search", help="query a saved index")
+    p.add_argument("index", help="index directory")
+    p.add_argument("queries", nargs="+", help="query texts")
+    p.add_argument("-k", type=int, default=10, help="hits per query")
+    p.add_argument("--mmap", action="store_true", help="memory-map the index")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a listing")
+    p.set_defaults(func=_cmd_search)
+
+    p = sub.add_parser("eval", help="score retrievers on a BEIR-layout dataset")
+    p.add_argument("dataset", help="folder with corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    p.add_argument(
+        "--retriever",
+        default="bm25",
+        help=f"comma-separated, from {sorted(RETRIEVERS)} (default: bm25)",
+    )
+    p.add_argument("--split", default="test")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_eval)
+
+    p = sub.add_parser("demo", help="index scifact, show hits and the evaluation table")
+    p.add_argument(
+        "dataset",
+        nargs="?",
+        default=str(DEFAULT_DATASET),
+        help=f"BEIR-layout folder (default: {DEFAULT_DATASET})",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``hybrid-engine`` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (HybridEngineError, DatasetError, ValueError, TypeError, FileExistsError) as exc:
+        print(f"hybrid-engine {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
