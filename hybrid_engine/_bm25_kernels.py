@@ -212,8 +212,10 @@ def search_batch(
                     if not dense:
                         hits[n_hits] = doc
                         n_hits += acc[doc] == 0.0
-                    acc[doc] += weight * _term_score(
-                        np.float64(tf), factors[doc], method, k1, delta
+                    # Rounded to float32 like the cached impacts, so both layouts give
+                    # bit-identical scores and the same order of near-ties.
+                    acc[doc] += weight * np.float32(
+                        _term_score(np.float64(tf), factors[doc], method, k1, delta)
                     )
         if not dense:
             select_top_k(acc, hits, n_hits, k, out_ids[q], out_scores[q])

@@ -1,7 +1,8 @@
 """numba kernels for exact top-k selection over accumulated scores.
 
-Hits are ranked by descending score, then ascending position (document id). All kernels are
-``nogil``.
+Hits are ranked by descending score rounded to float32 (the score callers get back), then
+ascending position (document id): a row's order is exactly the order of its returned scores,
+ties by position. All kernels are ``nogil``.
 """
 
 from __future__ import annotations
@@ -37,12 +38,12 @@ def _insert(buf_scores, buf_docs, size, k, score, doc):
 @numba.njit(cache=True, nogil=True)
 def _top_k_small(acc, hits, n_hits, k, out_ids, out_scores):
     """Top-k of listed hits for small k: a sorted buffer that most hits never enter."""
-    buf_scores = np.empty(k, dtype=np.float64)
+    buf_scores = np.empty(k, dtype=np.float32)
     buf_docs = np.empty(k, dtype=np.int64)
     size = 0
     for i in range(n_hits):
         doc = hits[i]
-        score = acc[doc]
+        score = np.float32(acc[doc])
         if size < k or _better(score, doc, buf_scores[k - 1], buf_docs[k - 1]):
             size = _insert(buf_scores, buf_docs, size, k, score, doc)
     for r in range(size):
@@ -57,13 +58,15 @@ def top_k_dense_small(acc, k, out_ids, out_scores):
     Scanning in ascending position, a later equal score never ranks higher, so one compare
     against the current k-th score decides.
     """
-    buf_scores = np.empty(k, dtype=np.float64)
+    buf_scores = np.empty(k, dtype=np.float32)
     buf_docs = np.empty(k, dtype=np.int64)
     size = 0
-    threshold = 0.0
+    threshold = np.float32(0.0)
     for doc in range(acc.shape[0]):
-        score = acc[doc]
-        if score > threshold:
+        if acc[doc] <= 0.0:
+            continue
+        score = np.float32(acc[doc])
+        if size < k or score > threshold:
             size = _insert(buf_scores, buf_docs, size, k, score, doc)
             if size == k:
                 threshold = buf_scores[k - 1]
@@ -81,8 +84,7 @@ def _top_k_radix(acc, hits, n_hits, k, out_ids, out_scores):
     """Top-k by radix sort: branch-free, best when k is large.
 
     Each hit gets the 64-bit key ``(~float32_bits(score) << 32) | doc``; scores are >= 0, so
-    ascending keys rank by descending float32 score, then ascending position. Hits whose
-    float32 scores are equal are then reordered by their exact float64 score. A histogram of
+    ascending keys rank by descending float32 score, then ascending position. A histogram of
     the top key bits first drops the hits that cannot reach the top k.
     """
     k = min(k, n_hits)
@@ -129,26 +131,10 @@ def _top_k_radix(acc, hits, n_hits, k, out_ids, out_scores):
             spare[hist[d]] = keys[i]
             hist[d] += 1
         keys, spare = spare, keys
-    # Exact order inside runs of equal float32 scores (already by ascending position).
-    docs = np.empty(m, dtype=np.int64)
-    for i in range(m):
-        docs[i] = np.int64(keys[i] & np.uint64(0xFFFFFFFF))
-    start = 0
-    while start < k:
-        stop = start + 1
-        while stop < m and (keys[stop] >> np.uint64(32)) == (keys[start] >> np.uint64(32)):
-            stop += 1
-        for i in range(start + 1, stop):  # stable insertion sort by descending exact score
-            doc = docs[i]
-            j = i
-            while j > start and acc[docs[j - 1]] < acc[doc]:
-                docs[j] = docs[j - 1]
-                j -= 1
-            docs[j] = doc
-        start = stop
     for r in range(k):
-        out_ids[r] = docs[r]
-        out_scores[r] = acc[docs[r]]
+        doc = np.int64(keys[r] & np.uint64(0xFFFFFFFF))
+        out_ids[r] = doc
+        out_scores[r] = acc[doc]
 
 
 @numba.njit(cache=True, nogil=True)

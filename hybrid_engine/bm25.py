@@ -7,7 +7,7 @@ import os
 import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -70,6 +70,9 @@ class BM25Params:
                 raise TypeError(f"{name} must be a number, got {type(value).__name__}")
             if not low <= value <= high:
                 raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+
+
+_PARAM_NAMES = {f.name for f in fields(BM25Params)}
 
 
 def _default_threads() -> int:
@@ -395,11 +398,20 @@ class BM25Index:
         """
         manifest, arrays = read_index_dir(path, FORMAT, FORMAT_VERSION, mmap=mmap, verify=verify)
         try:
-            params = BM25Params(**manifest["params"])
+            saved_params = manifest["params"]
+            # Every parameter must be recorded: a missing one would silently take its default.
+            if not isinstance(saved_params, dict) or set(saved_params) != _PARAM_NAMES:
+                raise ValueError(f"params {saved_params!r} must set exactly {sorted(_PARAM_NAMES)}")
+            params = BM25Params(**saved_params)
             analyzer = AnalyzerConfig.from_dict(manifest["analyzer"])
             analyzer.to_core()
             n_docs = int(manifest["stats"]["num_documents"])
+            if manifest["doc_ids"] not in ("explicit", "positions"):
+                raise ValueError(f"doc_ids is {manifest['doc_ids']!r}, not 'explicit' or 'positions'")
             explicit = manifest["doc_ids"] == "explicit"
+            if explicit != ("doc_id_bytes" in arrays):
+                raise ValueError(f"doc_ids is {manifest['doc_ids']!r} but the id arrays are "
+                                 f"{'absent' if explicit else 'present'}")
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(
                 f"{path}: bad manifest entry ({exc}); rebuild the index"

@@ -91,8 +91,18 @@ def write_index_dir(
         _fsync_dir(tmp)
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-            os.replace(target, old / "index")
-            os.replace(tmp, target)
+            try:
+                os.replace(target, old / "index")
+            except BaseException:
+                old.rmdir()
+                raise
+            try:
+                os.replace(tmp, target)
+            except BaseException:
+                # Put the previous index back rather than leave nothing at ``path``.
+                os.replace(old / "index", target)
+                old.rmdir()
+                raise
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, target)

@@ -51,7 +51,12 @@ class NumpyBM25:
         self.postings = {t: (np.array(d), np.array(f, dtype=np.float64)) for t, (d, f) in post.items()}
 
     def scores(self, query_tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, matched) over all documents; a query token counts once per occurrence."""
+        """(scores, matched) over all documents; a query token counts once per occurrence.
+
+        A document matches when it holds a query term of positive idf: a term whose idf is 0
+        (robertson's clamp for terms in more than half the documents, atire's log(n / n))
+        neither scores nor matches.
+        """
         acc = np.zeros(self.n)
         matched = np.zeros(self.n, dtype=bool)
         for term in query_tokens:
@@ -59,6 +64,8 @@ class NumpyBM25:
                 continue
             docs, tf = self.postings[term]
             w = idf(len(docs), self.n, self.method)
+            if w <= 0.0:
+                continue
             acc[docs] += w * tfc(tf, self.dl[docs], self.avgdl, self.k1, self.b, self.delta, self.method)
             matched[docs] = True
         return acc, matched
