@@ -36,26 +36,29 @@ py::array_t<uint8_t> to_numpy(std::string&& bytes) {
                                 reinterpret_cast<const uint8_t*>(owner->data()), free_owner);
 }
 
+/// UTF-8 copy of one str; `label` names it in error messages ("query 3", "text").
+std::string utf8_text(py::handle item, const std::string& label) {
+    if (!PyUnicode_Check(item.ptr())) {
+        throw py::type_error(label + " is " + std::string(Py_TYPE(item.ptr())->tp_name) +
+                             ", expected str");
+    }
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(item.ptr(), &size);
+    if (data == nullptr) {
+        PyErr_Clear();
+        throw py::value_error(label +
+                              " is not valid Unicode (it holds a lone surrogate); clean it "
+                              "first, e.g. text.encode('utf-8', 'replace').decode()");
+    }
+    return std::string(data, static_cast<std::size_t>(size));
+}
+
 /// UTF-8 copies of a sequence of str; `what` names the items in error messages.
 std::vector<std::string> utf8_texts(const py::sequence& items, const char* what) {
     std::vector<std::string> texts;
     texts.reserve(items.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
-        py::object item = items[i];
-        if (!PyUnicode_Check(item.ptr())) {
-            throw py::type_error(std::string(what) + " " + std::to_string(i) + " is " +
-                                 std::string(Py_TYPE(item.ptr())->tp_name) +
-                                 ", expected str");
-        }
-        Py_ssize_t size = 0;
-        const char* data = PyUnicode_AsUTF8AndSize(item.ptr(), &size);
-        if (data == nullptr) {
-            PyErr_Clear();
-            throw py::value_error(std::string(what) + " " + std::to_string(i) +
-                                  " is not valid Unicode (it holds a lone surrogate); clean it "
-                                  "first, e.g. text.encode('utf-8', 'replace').decode()");
-        }
-        texts.emplace_back(data, static_cast<std::size_t>(size));
+        texts.push_back(utf8_text(items[i], std::string(what) + " " + std::to_string(i)));
     }
     return texts;
 }
@@ -79,8 +82,8 @@ PYBIND11_MODULE(_core, m) {
         .def(py::init<he::AnalyzerConfig>(), py::arg("config"))
         .def(
             "analyze",
-            [](const he::Analyzer& self, const py::str& text) {
-                std::string utf8 = std::move(utf8_texts(py::make_tuple(text), "text")[0]);
+            [](const he::Analyzer& self, const py::object& text) {
+                const std::string utf8 = utf8_text(text, "text");
                 std::vector<std::string> terms;
                 {
                     py::gil_scoped_release release;

@@ -19,6 +19,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+# numba's on-disk cache (cache=True) keys a kernel on its own file only: after editing
+# _topk_kernels.py, delete hybrid_engine/__pycache__/*.nbi and *.nbc (or touch this file).
 from hybrid_engine._topk_kernels import SMALL_K, collect_hits, select_top_k, top_k_dense_small
 
 METHODS = {"lucene": 0, "robertson": 1, "atire": 2, "bm25l": 3, "bm25+": 4}

@@ -35,17 +35,32 @@ def _insert(buf_scores, buf_docs, size, k, score, doc):
     return min(size + 1, k)
 
 
+_BELOW_F32 = 1.0 - 2.0**-22
+_MIN_NORMAL_F32 = np.float32(2.0**-126)
+"""A float64 below ``t * _BELOW_F32`` never rounds to a float32 of ``t`` or more, for any
+normal float32 ``t > 0`` (its spacing is at most ``t * 2**-23``)."""
+
+
 @numba.njit(cache=True, nogil=True)
 def _top_k_small(acc, hits, n_hits, k, out_ids, out_scores):
-    """Top-k of listed hits for small k: a sorted buffer that most hits never enter."""
+    """Top-k of listed hits for small k: a sorted buffer that most hits never enter.
+
+    Once the buffer is full, a float64 compare against a bound just under the k-th float32
+    score rejects almost every hit before any rounding.
+    """
     buf_scores = np.empty(k, dtype=np.float32)
     buf_docs = np.empty(k, dtype=np.int64)
     size = 0
+    bound = -1.0
     for i in range(n_hits):
         doc = hits[i]
+        if acc[doc] < bound:
+            continue
         score = np.float32(acc[doc])
         if size < k or _better(score, doc, buf_scores[k - 1], buf_docs[k - 1]):
             size = _insert(buf_scores, buf_docs, size, k, score, doc)
+            if size == k and buf_scores[k - 1] >= _MIN_NORMAL_F32:
+                bound = np.float64(buf_scores[k - 1]) * _BELOW_F32
     for r in range(size):
         out_ids[r] = buf_docs[r]
         out_scores[r] = buf_scores[r]
@@ -55,21 +70,21 @@ def _top_k_small(acc, hits, n_hits, k, out_ids, out_scores):
 def top_k_dense_small(acc, k, out_ids, out_scores):
     """Top-k (k <= SMALL_K) of all positive entries of ``acc``, scanned in position order.
 
-    Scanning in ascending position, a later equal score never ranks higher, so one compare
-    against the current k-th score decides.
+    Scanning in ascending position, a later equal score never ranks higher, so a hit enters
+    only with a float32 score above the k-th; ``float32(a) > t`` implies ``a > t``, so one
+    float64 compare per position rejects the rest.
     """
     buf_scores = np.empty(k, dtype=np.float32)
     buf_docs = np.empty(k, dtype=np.int64)
     size = 0
-    threshold = np.float32(0.0)
+    bound = 0.0
     for doc in range(acc.shape[0]):
-        if acc[doc] <= 0.0:
-            continue
-        score = np.float32(acc[doc])
-        if size < k or score > threshold:
-            size = _insert(buf_scores, buf_docs, size, k, score, doc)
-            if size == k:
-                threshold = buf_scores[k - 1]
+        if acc[doc] > bound:
+            score = np.float32(acc[doc])
+            if size < k or score > buf_scores[k - 1]:
+                size = _insert(buf_scores, buf_docs, size, k, score, doc)
+                if size == k:
+                    bound = np.float64(buf_scores[k - 1])
     for r in range(size):
         out_ids[r] = buf_docs[r]
         out_scores[r] = buf_scores[r]

@@ -64,7 +64,7 @@ class AnalyzerConfig:
             if type(value) is not expected:
                 raise TypeError(f"analyzer setting {name}={value!r} must be {expected.__name__}")
             if expected is int and value < 1:
-                raise ValueError(f"analyzer setting {name} must be >= 1, got {value}")
+                raise ValueError(f"{name} must be at least 1, got {value}")
             setattr(core, name, value)
         _core.Analyzer(core)  # validates the combination, raising ValueError
         return core

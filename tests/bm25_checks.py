@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
 from bm25_oracle import NumpyBM25
+
 from hybrid_engine import Analyzer, BM25Index, SearchResult
 
 NEAR_TIE = 1e-6

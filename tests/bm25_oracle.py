@@ -21,7 +21,9 @@ def idf(df: float, n: int, method: str) -> float:
     raise ValueError(method)
 
 
-def tfc(tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: float, delta: float, method: str) -> np.ndarray:
+def tfc(
+    tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: float, delta: float, method: str
+) -> np.ndarray:
     norm = 1.0 - b + b * dl / avgdl if avgdl > 0 else np.ones_like(dl)
     if method in ("lucene", "robertson"):
         return tf / (tf + k1 * norm)
@@ -38,7 +40,9 @@ def tfc(tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: float, delta
 class NumpyBM25:
     """Exhaustive BM25 over pre-tokenised documents, float64 throughout."""
 
-    def __init__(self, docs_tokens: list[list[str]], *, k1: float, b: float, method: str, delta: float = 0.5):
+    def __init__(
+        self, docs_tokens: list[list[str]], *, k1: float, b: float, method: str, delta: float = 0.5
+    ):
         self.k1, self.b, self.method, self.delta = k1, b, method, delta
         self.n = len(docs_tokens)
         self.dl = np.array([len(t) for t in docs_tokens], dtype=np.float64)
@@ -48,7 +52,9 @@ class NumpyBM25:
             for term, tf in Counter(tokens).items():
                 post[term][0].append(d)
                 post[term][1].append(tf)
-        self.postings = {t: (np.array(d), np.array(f, dtype=np.float64)) for t, (d, f) in post.items()}
+        self.postings = {
+            t: (np.array(d), np.array(f, dtype=np.float64)) for t, (d, f) in post.items()
+        }
 
     def scores(self, query_tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(scores, matched) over all documents; a query token counts once per occurrence.
@@ -66,7 +72,9 @@ class NumpyBM25:
             w = idf(len(docs), self.n, self.method)
             if w <= 0.0:
                 continue
-            acc[docs] += w * tfc(tf, self.dl[docs], self.avgdl, self.k1, self.b, self.delta, self.method)
+            acc[docs] += w * tfc(
+                tf, self.dl[docs], self.avgdl, self.k1, self.b, self.delta, self.method
+            )
             matched[docs] = True
         return acc, matched
 

@@ -1,8 +1,9 @@
-"""Behaviour of ``_core.Analyzer``: configuration, Unicode splitting, folding, bm25s parity.
+"""Behaviour of the analyzer: configuration, Unicode splitting, folding, bm25s parity.
 
 Ill-formed UTF-8 (stray continuation bytes, overlongs, encoded surrogates) cannot be reached
-from Python: pybind11 encodes ``str`` as UTF-8 and raises on lone surrogates before the C++
-analyzer runs. The C++ splitter treats such bytes as separators and never reads past the end.
+from Python: the binding encodes ``str`` as UTF-8 and raises ValueError on lone surrogates
+before the C++ analyzer runs. The C++ splitter treats such bytes as separators and never reads
+past the end.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_engine import _core
+from hybrid_engine import Analyzer, AnalyzerConfig
 
 RAW = dict(lowercase=False, strip_accents=False, stopwords=False, stemmer="none")
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +29,7 @@ def data_dir() -> Path:
 
 
 def analyze(text: str, **config: object) -> list[str]:
-    return _core.Analyzer(**config).analyze(text)
+    return Analyzer(AnalyzerConfig(**config)).analyze(text)  # type: ignore[arg-type]
 
 
 # --- configuration -----------------------------------------------------------------------
@@ -48,7 +49,7 @@ def analyze(text: str, **config: object) -> list[str]:
 )
 def test_invalid_config_names_field_and_allowed_values(config: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        _core.Analyzer(**config)
+        Analyzer(AnalyzerConfig(**config))
 
 
 def test_defaults() -> None:
@@ -135,9 +136,14 @@ def test_large_document() -> None:
 
 
 def test_surrogates_are_rejected_by_the_binding() -> None:
-    # pybind11 cannot encode a lone surrogate as UTF-8 and refuses the argument.
-    with pytest.raises(TypeError):
+    # A lone surrogate cannot be encoded as UTF-8: a clear error, not a crash.
+    with pytest.raises(ValueError, match="text is not valid Unicode"):
         analyze("ab\ud800cd")
+
+
+def test_non_str_text_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="text is bytes, expected str"):
+        analyze(b"abc")  # type: ignore[arg-type]
 
 
 # --- Unicode tables ----------------------------------------------------------------------
@@ -179,8 +185,14 @@ def test_matches_bm25s_default_pipeline(corpus: str) -> None:
     path = data_dir() / "beir" / corpus / "corpus.jsonl"
     if not path.exists():
         pytest.skip(f"{path} not found (set HYBRID_ENGINE_DATA)")
-    analyzer = _core.Analyzer(
-        lowercase=True, strip_accents=False, stopwords=True, stemmer="english", min_token_length=2
+    analyzer = Analyzer(
+        AnalyzerConfig(
+            lowercase=True,
+            strip_accents=False,
+            stopwords=True,
+            stemmer="english",
+            min_token_length=2,
+        )
     )
     stemmer = stemmer_module.Stemmer("english")
     stopwords = frozenset(stopwords_module.STOPWORDS_EN)

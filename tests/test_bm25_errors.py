@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from bm25_checks import assert_row_invariants, compare_with_oracle, oracle_for
+
 from hybrid_engine import Analyzer, BM25Index
 
 CORPUS = ["the quick brown fox", "jumps over the lazy dog", "quick quick dogs", "brown bread"]
@@ -39,7 +39,11 @@ def test_single_document_instead_of_corpus(corpus) -> None:
         (["fine", None], TypeError, r"document 1 is NoneType"),
         (["fine", b"bytes"], TypeError, r"document 1 is bytes"),
         ([{"title": "no text"}], ValueError, r"document 0 has no 'text' field"),
-        ([{"text": "ok"}, {"text": "ok", "title": 7}], TypeError, r"document 1 field 'title' is int"),
+        (
+            [{"text": "ok"}, {"text": "ok", "title": 7}],
+            TypeError,
+            r"document 1 field 'title' is int",
+        ),
         ([{"text": 3.5}], TypeError, r"document 0 field 'text' is float"),
         ([{"text": "x", "_id": 5}], TypeError, r"document 0 field '_id' is int"),
         (
@@ -163,7 +167,7 @@ def test_k_above_number_of_documents_pads(index: BM25Index) -> None:
 
 
 def test_lone_surrogate_query(index: BM25Index) -> None:
-    with pytest.raises(ValueError, match="query 1 is not valid Unicode .*lone surrogate"):
+    with pytest.raises(ValueError, match=r"query 1 is not valid Unicode .*lone surrogate"):
         index.search(["fine", "bad \udc80"])
 
 
@@ -180,7 +184,9 @@ def test_ten_megabyte_document() -> None:
     oracle, analyzer = oracle_for(index, corpus)
     queries = ["tok1", "small", "tok4999 tok17"]
     for k in (1, 3):
-        compare_with_oracle(index.search(queries, k), oracle, [analyzer.analyze(q) for q in queries], k)
+        compare_with_oracle(
+            index.search(queries, k), oracle, [analyzer.analyze(q) for q in queries], k
+        )
 
 
 MULTILINGUAL = [

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
 from bm25_checks import compare_with_oracle, oracle_for
+
 from hybrid_engine import BM25Index
 
 TESTS = Path(__file__).resolve().parent
@@ -54,7 +54,10 @@ def test_kernels_without_jit_equal_oracle_and_jit(tmp_path) -> None:
         "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)]),
     }
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(out)], env=env, capture_output=True, text=True,
+        [sys.executable, "-c", SCRIPT, str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]

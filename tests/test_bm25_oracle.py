@@ -3,11 +3,10 @@ both scoring layouts, dense and sparse accumulation, small-k and radix selection
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from bm25_checks import (
     assert_row_invariants,
     compare_with_oracle,
@@ -15,6 +14,9 @@ from bm25_checks import (
     oracle_for,
     read_jsonl_gz,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from hybrid_engine import BM25Index
 from hybrid_engine import _bm25_kernels as kernels
 from hybrid_engine import _topk_kernels as topk
@@ -98,8 +100,19 @@ def zipf_corpus(n_docs: int, n_words: int, max_len: int, seed: int) -> list[str]
 
 SYNTH = zipf_corpus(600, 60, 30, seed=0)
 SYNTH_QUERIES = [
-    "w0", "w1 w2", "w0 w0 w3", "w40", "w55 w56", "running run", "the", "w0 w1 w2 w3 w4",
-    "w7 w50 w7 w7", "unknownword w30", "the w12 of", "w0 w1", "w56",
+    "w0",
+    "w1 w2",
+    "w0 w0 w3",
+    "w40",
+    "w55 w56",
+    "running run",
+    "the",
+    "w0 w1 w2 w3 w4",
+    "w7 w50 w7 w7",
+    "unknownword w30",
+    "the w12 of",
+    "w0 w1",
+    "w56",
 ]
 PARAMS = [(0.9, 0.4, 0.5), (1.2, 0.75, 1.0), (0.0, 0.0, 0.0), (2.5, 1.0, 0.25)]
 
@@ -109,7 +122,7 @@ def test_synthetic_queries_cover_dense_and_sparse_paths() -> None:
     encoded = index._encoder.encode(SYNTH_QUERIES)
     terms, _, offsets = encoded
     work = np.array(
-        [index._arrays["doc_freqs"][terms[a:b]].sum() for a, b in zip(offsets[:-1], offsets[1:])]
+        [index._arrays["doc_freqs"][terms[a:b]].sum() for a, b in itertools.pairwise(offsets)]
     )
     dense = work >= kernels.DENSE_RATIO * index.num_documents
     assert dense.any() and (~dense & (work > 0)).any(), work
@@ -118,7 +131,9 @@ def test_synthetic_queries_cover_dense_and_sparse_paths() -> None:
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("k1,b,delta", PARAMS)
 @pytest.mark.parametrize("cache", [True, False])
-def test_synthetic_matches_oracle(method: str, k1: float, b: float, delta: float, cache: bool) -> None:
+def test_synthetic_matches_oracle(
+    method: str, k1: float, b: float, delta: float, cache: bool
+) -> None:
     index = BM25Index.build(SYNTH, k1=k1, b=b, method=method, delta=delta, cache_impacts=cache)
     oracle, analyzer = oracle_for(index, SYNTH)
     tokens = [analyzer.analyze(q) for q in SYNTH_QUERIES]
@@ -136,11 +151,17 @@ def test_corpus_sizes(n_docs: int) -> None:
         index = BM25Index.build(corpus, cache_impacts=cache)
         oracle, analyzer = oracle_for(index, corpus)
         for k in K_PATHS:
-            compare_with_oracle(index.search(queries, k), oracle, [analyzer.analyze(q) for q in queries], k)
+            compare_with_oracle(
+                index.search(queries, k), oracle, [analyzer.analyze(q) for q in queries], k
+            )
 
 
 def test_title_and_text_are_indexed_together() -> None:
-    corpus = [{"title": "alpha", "text": "beta"}, {"text": "alpha alpha"}, {"title": "", "text": "gamma"}]
+    corpus = [
+        {"title": "alpha", "text": "beta"},
+        {"text": "alpha alpha"},
+        {"title": "", "text": "gamma"},
+    ]
     index = BM25Index.build(corpus)
     oracle, analyzer = oracle_for(index, corpus)
     assert analyzer.analyze(doc_text(corpus[0])) == ["alpha", "beta"]
@@ -153,7 +174,9 @@ def test_repeated_query_terms_count_per_occurrence() -> None:
     index = BM25Index.build(corpus)
     once, thrice = index.search(["apple banana", "apple apple apple banana"], 3).scores
     oracle, analyzer = oracle_for(index, corpus)
-    np.testing.assert_allclose(thrice, oracle.top_k(analyzer.analyze("apple apple apple banana"), 3)[1], rtol=1e-6)
+    np.testing.assert_allclose(
+        thrice, oracle.top_k(analyzer.analyze("apple apple apple banana"), 3)[1], rtol=1e-6
+    )
     assert thrice[0] > once[0]
 
 
@@ -236,6 +259,8 @@ def test_property_permuting_corpus_permutes_ids(corpus, queries, config, seed) -
     np.testing.assert_array_equal(ra.scores, rb.scores)
     for ids_a, ids_b, scores in zip(ra.ids, rb.ids, ra.scores):
         hits = ids_a >= 0
-        assert sorted(zip(scores[hits], ids_a[hits])) == sorted(zip(scores[hits], perm[ids_b[hits]]))
+        assert sorted(zip(scores[hits], ids_a[hits])) == sorted(
+            zip(scores[hits], perm[ids_b[hits]])
+        )
     # and a small k returns the same scores
     np.testing.assert_array_equal(a.search(queries, 2).scores, b.search(queries, 2).scores)

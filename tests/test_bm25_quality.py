@@ -40,8 +40,11 @@ def bm25s_ndcg10(ds) -> float:
     )
     query_ids = list(ds.queries)
     query_tokens = bm25s.tokenize(
-        [ds.queries[q] for q in query_ids], stopwords="en", stemmer=stemmer,
-        return_ids=False, show_progress=False,
+        [ds.queries[q] for q in query_ids],
+        stopwords="en",
+        stemmer=stemmer,
+        return_ids=False,
+        show_progress=False,
     )
     ids, scores = retriever.retrieve(query_tokens, k=10, show_progress=False, n_threads=1)
     run = run_from_results(ids, scores, query_ids, [d["_id"] for d in ds.corpus])

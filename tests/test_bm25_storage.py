@@ -11,12 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybrid_engine import BM25Index, IndexFormatError, __version__
-from hybrid_engine import storage
+from hybrid_engine import BM25Index, IndexFormatError, __version__, storage
 from hybrid_engine.bm25 import FORMAT, FORMAT_VERSION
 
 CORPUS = [
-    {"_id": f"doc-{i}", "title": f"w{i % 5}", "text": f"w{i % 7} w{i % 11} w{i % 3} common ü{i % 4}"}
+    {
+        "_id": f"doc-{i}",
+        "title": f"w{i % 5}",
+        "text": f"w{i % 7} w{i % 11} w{i % 3} common ü{i % 4}",
+    }
     for i in range(300)
 ]
 QUERIES = ["w1 w3", "common", "w10 w6 w6", "ü2 w0", "nothing here", "w4"]
@@ -81,7 +84,9 @@ def test_roundtrip_identical(saved, mmap: bool, verify: bool, cache) -> None:
     assert loaded.params == index.params and loaded.analyzer == index.analyzer
     assert loaded.doc_ids[:] == index.doc_ids[:] == [d["_id"] for d in CORPUS]
     assert (loaded.num_terms, loaded.num_postings, loaded.avg_doc_length) == (
-        index.num_terms, index.num_postings, index.avg_doc_length
+        index.num_terms,
+        index.num_postings,
+        index.avg_doc_length,
     )
     for name, array in index._arrays.items():
         np.testing.assert_array_equal(loaded._arrays[name], array)
@@ -145,7 +150,9 @@ def test_path_is_a_regular_file(tmp_path) -> None:
 
 def test_missing_manifest(copy) -> None:
     (copy / "manifest.json").unlink()
-    with pytest.raises(IndexFormatError, match="has no manifest.json: it is not a hybrid_engine index"):
+    with pytest.raises(
+        IndexFormatError, match=r"has no manifest\.json: it is not a hybrid_engine index"
+    ):
         BM25Index.load(copy)
 
 
@@ -191,7 +198,11 @@ def test_manifest_names_unexpected_file(copy, name: str) -> None:
         ("params", {"method": "bm99", "k1": 1, "b": 0.5, "delta": 0}, "unknown BM25 method"),
         ("params", {"method": "lucene", "k1": -1, "b": 0.5, "delta": 0}, "k1 must be in"),
         ("params", {"k1": 1}, r"params .* must set exactly \['b', 'delta', 'k1', 'method'\]"),
-        ("params", {"method": "lucene", "k1": 1, "b": 0.5, "delta": 0, "k3": 8}, "must set exactly"),
+        (
+            "params",
+            {"method": "lucene", "k1": 1, "b": 0.5, "delta": 0, "k3": 8},
+            "must set exactly",
+        ),
         ("params", [1, 2], "must set exactly"),
         ("analyzer", {"lowercase": True}, "missing keys"),
         ("stats", {}, "num_documents"),
@@ -258,16 +269,17 @@ def postings_of(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return np.load(path / "postings.npy"), np.load(path / "posting_offsets.npy")
 
 
-def test_doc_gap_past_the_last_document(copy) -> None:
+@pytest.mark.parametrize("verify", [True, False])
+def test_doc_gap_past_the_last_document(copy, verify: bool) -> None:
     postings, offsets = postings_of(copy)
     term = len(offsets) - 2
     assert postings[offsets[term + 1] - 2] < 0x80  # last posting's gap is one byte
     postings[offsets[term + 1] - 2] = 0x7F  # now points ~100 past the last document
     rewrite(copy, "postings", postings)
     with pytest.raises(IndexFormatError, match=f"the postings of term {term} are malformed"):
-        BM25Index.load(copy)
+        BM25Index.load(copy, verify=verify)
     with pytest.raises(IndexFormatError, match="malformed"):
-        BM25Index.load(copy, mmap=True, cache_impacts=False)
+        BM25Index.load(copy, mmap=True, verify=verify, cache_impacts=False)
 
 
 def test_unterminated_varint(copy) -> None:
@@ -298,15 +310,25 @@ def test_doc_freq_disagrees_with_postings(copy) -> None:
 @pytest.mark.parametrize(
     "name, corrupt, message",
     [
-        ("posting_offsets", lambda a: a.__setitem__(5, a[4] - 1), "posting_offsets does not delimit"),
-        ("posting_offsets", lambda a: a.__setitem__(-1, a[-1] + 1), "posting_offsets does not delimit"),
+        (
+            "posting_offsets",
+            lambda a: a.__setitem__(5, a[4] - 1),
+            "posting_offsets does not delimit",
+        ),
+        (
+            "posting_offsets",
+            lambda a: a.__setitem__(-1, a[-1] + 1),
+            "posting_offsets does not delimit",
+        ),
         ("vocab_offsets", lambda a: a.__setitem__(0, 1), "vocab_offsets does not delimit"),
         ("doc_id_offsets", lambda a: a.__setitem__(2, 10**6), "doc_id_offsets does not delimit"),
         ("doc_freqs", lambda a: a.__setitem__(0, 0), "negative document lengths or empty posting"),
         ("doc_lengths", lambda a: a.__setitem__(9, -4), "negative document lengths"),
     ],
 )
-def test_shallow_structure_checked_even_without_verify(copy, verify, name, corrupt, message) -> None:
+def test_shallow_structure_checked_even_without_verify(
+    copy, verify, name, corrupt, message
+) -> None:
     array = np.load(copy / f"{name}.npy")
     corrupt(array)
     rewrite(copy, name, array)
@@ -339,15 +361,21 @@ def test_missing_array_in_manifest(copy) -> None:
 def test_explicit_ids_without_id_arrays(tmp_path) -> None:
     BM25Index.build(["no ids here"]).save(tmp_path / "idx")
     edit_manifest(tmp_path / "idx", doc_ids="explicit")
-    with pytest.raises(IndexFormatError, match="doc_ids is 'explicit' but the id arrays are absent"):
+    with pytest.raises(
+        IndexFormatError, match="doc_ids is 'explicit' but the id arrays are absent"
+    ):
         BM25Index.load(tmp_path / "idx")
 
 
 def test_duplicate_vocabulary_term(copy) -> None:
     vocab, offsets = np.load(copy / "vocab_bytes.npy"), np.load(copy / "vocab_offsets.npy")
     lengths = np.diff(offsets)
-    a, b = next((a, b) for a in range(len(lengths)) for b in range(a + 1, len(lengths))
-                if lengths[a] == lengths[b])
+    a, b = next(
+        (a, b)
+        for a in range(len(lengths))
+        for b in range(a + 1, len(lengths))
+        if lengths[a] == lengths[b]
+    )
     vocab[offsets[b] : offsets[b + 1]] = vocab[offsets[a] : offsets[a + 1]]
     rewrite(copy, "vocab_bytes", vocab)
     with pytest.raises(IndexFormatError, match="twice"):

@@ -21,7 +21,9 @@ def corpus(n_docs: int, seed: int) -> list[str]:
 
 CORPUS = corpus(6000, seed=0)  # 6000 docs: several 1024-document shards per batch
 rng = np.random.default_rng(1)
-QUERIES = [" ".join(f"term{t}" for t in rng.zipf(1.3, rng.integers(1, 8)) % 3000) for _ in range(400)]
+QUERIES = [
+    " ".join(f"term{t}" for t in rng.zipf(1.3, rng.integers(1, 8)) % 3000) for _ in range(400)
+]
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["impacts", "postings"])
@@ -30,14 +32,17 @@ def index(request) -> BM25Index:
 
 
 def test_concurrent_searches_equal_sequential(index: BM25Index) -> None:
-    tasks = [(QUERIES[i : i + n], k) for i, n, k in zip(
-        range(0, 400, 20), [1, 3, 20, 7, 50, 2, 13, 40] * 3, [1, 5, 10, 32, 33, 100, 1000] * 3
-    )]
+    tasks = [
+        (QUERIES[i : i + n], k)
+        for i, n, k in zip(
+            range(0, 400, 20), [1, 3, 20, 7, 50, 2, 13, 40] * 3, [1, 5, 10, 32, 33, 100, 1000] * 3
+        )
+    ]
     expected = [index.search(q, k, num_threads=1) for q, k in tasks]
     with ThreadPoolExecutor(max_workers=8) as pool:
         for _ in range(3):
             got = list(pool.map(lambda task: index.search(*task), tasks))
-            for (q, k), e, g in zip(tasks, expected, got):
+            for e, g in zip(expected, got):
                 np.testing.assert_array_equal(g.ids, e.ids)
                 np.testing.assert_array_equal(g.scores, e.scores)
 
