@@ -29,42 +29,45 @@ uint64_t StringTable::hash(std::string_view key) noexcept {
 
 int32_t StringTable::find(std::string_view key) const noexcept {
     const uint64_t h = hash(key);
+    const uint64_t tag = h & 0xFFFFFFFF00000000ULL;
     const std::size_t mask = slots_.size() - 1;
     for (std::size_t slot = h & mask;; slot = (slot + 1) & mask) {
-        const int32_t entry = slots_[slot];
+        const uint64_t entry = slots_[slot];
         if (entry == 0) return -1;
-        const int32_t id = entry - 1;
-        if (hashes_[id] == static_cast<uint32_t>(h) && this->key(id) == key) return id;
+        const auto id = static_cast<int32_t>(static_cast<uint32_t>(entry) - 1);
+        if ((entry & 0xFFFFFFFF00000000ULL) == tag && this->key(id) == key) return id;
     }
 }
 
 int32_t StringTable::insert(std::string_view key) {
     const uint64_t h = hash(key);
+    const uint64_t tag = h & 0xFFFFFFFF00000000ULL;
     const std::size_t mask = slots_.size() - 1;
     std::size_t slot = h & mask;
     for (;; slot = (slot + 1) & mask) {
-        const int32_t entry = slots_[slot];
+        const uint64_t entry = slots_[slot];
         if (entry == 0) break;
-        const int32_t id = entry - 1;
-        if (hashes_[id] == static_cast<uint32_t>(h) && this->key(id) == key) return id;
+        const auto id = static_cast<int32_t>(static_cast<uint32_t>(entry) - 1);
+        if ((entry & 0xFFFFFFFF00000000ULL) == tag && this->key(id) == key) return id;
     }
     if (size() >= 0x7ffffffeULL) throw std::length_error("StringTable: more than 2^31 - 2 keys");
     const auto id = static_cast<int32_t>(size());
     bytes_.append(key.data(), key.size());
     offsets_.push_back(static_cast<int64_t>(bytes_.size()));
-    hashes_.push_back(static_cast<uint32_t>(h));
-    slots_[slot] = id + 1;
+    slots_[slot] = slot_entry(h, id);
     if (2 * size() > slots_.size()) grow();  // load factor <= 1/2
     return id;
 }
 
 void StringTable::grow() {
-    std::vector<int32_t> slots(slots_.size() * 2, 0);
+    std::vector<uint64_t> slots(slots_.size() * 2, 0);
     const std::size_t mask = slots.size() - 1;
-    for (std::size_t id = 0; id < size(); ++id) {
-        std::size_t slot = hash(key(static_cast<int32_t>(id))) & mask;
+    for (const uint64_t entry : slots_) {
+        if (entry == 0) continue;
+        const auto id = static_cast<int32_t>(static_cast<uint32_t>(entry) - 1);
+        std::size_t slot = hash(key(id)) & mask;
         while (slots[slot] != 0) slot = (slot + 1) & mask;
-        slots[slot] = static_cast<int32_t>(id) + 1;
+        slots[slot] = entry;
     }
     slots_.swap(slots);
 }
@@ -80,7 +83,6 @@ StringTable StringTable::from_arena(const char* bytes, std::size_t n_bytes, cons
     table.slots_.assign(capacity, 0);
     table.bytes_.reserve(n_bytes);
     table.offsets_.reserve(n + 1);
-    table.hashes_.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
         if (offsets[i + 1] < offsets[i]) {
             throw std::invalid_argument("vocabulary offsets must be non-decreasing");

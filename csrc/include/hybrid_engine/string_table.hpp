@@ -46,10 +46,15 @@ private:
     static uint64_t hash(std::string_view key) noexcept;
     void grow();
 
+    // A slot holds (high 32 bits of the key's hash << 32) | (id + 1), or 0 when empty, so most
+    // mismatches are rejected without touching the key arena. The size is a power of two.
+    static uint64_t slot_entry(uint64_t hash, int32_t id) noexcept {
+        return (hash & 0xFFFFFFFF00000000ULL) | static_cast<uint32_t>(id + 1);
+    }
+
     std::string bytes_;
     std::vector<int64_t> offsets_;
-    std::vector<uint32_t> hashes_;  // low 32 bits of each key's hash, by id
-    std::vector<int32_t> slots_;    // id + 1, or 0 for an empty slot; size is a power of two
+    std::vector<uint64_t> slots_;
 };
 
 }  // namespace hybrid_engine
