@@ -1,0 +1,118 @@
+"""Helpers shared by the benchmarks and their conftest: data readers, engine builders, the
+timed search calls of each side, and the ratio bookkeeping."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+SCALE_PARTS = ("gcide", "wordnet", "wikipedia_summaries_en")
+"""The three real-text collections of ``scale/``, concatenated in this order (253,928 docs)."""
+
+BM25_PARAMS: dict[str, Any] = {"k1": 0.9, "b": 0.4, "method": "lucene"}
+"""Scoring parameters used on both sides of every comparison."""
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Records of a ``.jsonl`` or ``.jsonl.gz`` file."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
+
+
+def doc_text(doc: dict[str, Any]) -> str:
+    """The indexed text of a corpus record, as ``BM25Index.build`` forms it: title + " " + text."""
+    title = doc.get("title")
+    return f"{title} {doc['text']}" if title else doc["text"]
+
+
+def load_scale_texts(data: Path) -> list[str]:
+    """gcide + wordnet + wikipedia_summaries_en of ``<data>/scale``: 253,928 texts."""
+    texts: list[str] = []
+    for part in SCALE_PARTS:
+        texts.extend(doc_text(d) for d in read_jsonl(data / "scale" / part / "corpus.jsonl.gz"))
+    return texts
+
+
+# -- engines ------------------------------------------------------------------------------------
+
+
+def build_ours(texts: list[str], analyzer: Any, num_threads: int | None = None) -> Any:
+    from hybrid_engine import BM25Index
+
+    return BM25Index.build(texts, analyzer=analyzer, num_threads=num_threads, **BM25_PARAMS)
+
+
+def build_bm25s(bm25s: Any, texts: list[str], stemmer: Any) -> Any:
+    """bm25s with analysis included: tokenize (stopwords "en", PyStemmer english) + index."""
+    tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
+    retriever = bm25s.BM25(backend="numba", **BM25_PARAMS)
+    retriever.index(tokens, show_progress=False)
+    return retriever
+
+
+def ours_search(index: Any, queries: list[str], k: int) -> Callable[[], Any]:
+    """One timed call: analysis of the query text + scoring + top-k, one thread."""
+    return lambda: index.search(queries, k=k, num_threads=1)
+
+
+def bm25s_search(bm25s: Any, retriever: Any, stemmer: Any, queries: list[str], k: int) -> Callable[[], Any]:
+    """One timed call: ``bm25s.tokenize`` of the query text + ``retrieve``, one thread."""
+
+    def run() -> Any:
+        tokens = bm25s.tokenize(
+            queries, stopwords="en", stemmer=stemmer, return_ids=True, show_progress=False
+        )
+        return retriever.retrieve(tokens, k=k, n_threads=1, show_progress=False)
+
+    return run
+
+
+# -- ratios ------------------------------------------------------------------------------------
+
+RUNS: dict[str, tuple[str, dict[str, Any]]] = {}
+"""The benchmark fixtures that ran in this session: group -> (reference side, {side: fixture})."""
+
+
+def median_s(benchmark: Any) -> float | None:
+    """Median seconds of a finished benchmark; None when timing is disabled."""
+    stats = getattr(benchmark, "stats", None)
+    return None if stats is None else float(stats.stats.median)
+
+
+def record_ratio(benchmark: Any, group: str, side: str, reference: str = "ours") -> None:
+    """Record one side of ``group``; once ``reference`` and another side both ran, store in both
+    ``extra_info`` the ratio ``<side>_over_<reference>`` = median time of that side / median
+    time of the reference (with ``reference="ours"``: above 1, ours is faster). Medians, not
+    means: the machine is shared and noisy.
+
+    With ``--benchmark-disable`` there are no timings and nothing is recorded.
+    """
+    if median_s(benchmark) is None:
+        return
+    benchmark.extra_info["median_s"] = median_s(benchmark)
+    ref, sides = RUNS.setdefault(group, (reference, {}))
+    sides[side] = benchmark
+    if ref not in sides:
+        return
+    for name, other in sides.items():
+        if name != ref:
+            ratio = median_s(other) / median_s(sides[ref])
+            other.extra_info[f"{name}_over_{ref}"] = ratio
+            sides[ref].extra_info[f"{name}_over_{ref}"] = ratio
+
+
+def ratio_rows() -> list[tuple[str, str, float, str, float]]:
+    """(group, side, its median, reference, reference median) for every finished pair."""
+    return [
+        (group, name, median_s(b), ref, median_s(sides[ref]))
+        for group, (ref, sides) in sorted(RUNS.items())
+        if ref in sides
+        for name, b in sides.items()
+        if name != ref
+    ]
