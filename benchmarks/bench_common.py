@@ -61,7 +61,9 @@ def ours_search(index: Any, queries: list[str], k: int) -> Callable[[], Any]:
     return lambda: index.search(queries, k=k, num_threads=1)
 
 
-def bm25s_search(bm25s: Any, retriever: Any, stemmer: Any, queries: list[str], k: int) -> Callable[[], Any]:
+def bm25s_search(
+    bm25s: Any, retriever: Any, stemmer: Any, queries: list[str], k: int
+) -> Callable[[], Any]:
     """One timed call: ``bm25s.tokenize`` of the query text + ``retrieve``, one thread."""
 
     def run() -> Any:

@@ -77,7 +77,12 @@ def test_threads_scifact(benchmark, side, scifact_engines, scifact_queries, pool
 @pytest.mark.parametrize("side", SIDES)
 def test_threads_scale_msmarco(benchmark, side, scale_engines, msmarco_queries, pool):
     _search_cases(
-        benchmark, side, scale_engines[0], msmarco_queries, "threads-scale-msmarco-6980q-k10", 9,
+        benchmark,
+        side,
+        scale_engines[0],
+        msmarco_queries,
+        "threads-scale-msmarco-6980q-k10",
+        9,
         pool,
     )
 

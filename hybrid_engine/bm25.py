@@ -6,7 +6,6 @@ import itertools
 import os
 import threading
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -15,6 +14,7 @@ from tqdm.auto import tqdm
 
 from hybrid_engine import _bm25_kernels as kernels
 from hybrid_engine import _core
+from hybrid_engine._threads import check_threads, default_threads, shared_pool
 from hybrid_engine.analysis import AnalyzerConfig
 from hybrid_engine.corpus import DocIds, Document, iter_batches
 from hybrid_engine.errors import IndexFormatError
@@ -73,18 +73,6 @@ class BM25Params:
 
 
 _PARAM_NAMES = {f.name for f in fields(BM25Params)}
-
-
-def _default_threads() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def _check_threads(num_threads: int | None) -> int:
-    if num_threads is None:
-        return _default_threads()
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
-    return num_threads
 
 
 class BM25Index:
@@ -182,7 +170,7 @@ class BM25Index:
         """
         params = BM25Params(method=method, k1=k1, b=b, delta=delta)
         analyzer = analyzer if analyzer is not None else AnalyzerConfig()
-        builder = _core.IndexBuilder(analyzer.to_core(), _check_threads(num_threads))
+        builder = _core.IndexBuilder(analyzer.to_core(), check_threads(num_threads))
         ids: list[str | None] = []
         total = len(corpus) if isinstance(corpus, Sequence) else None
         with tqdm(total=total, unit="doc", desc="indexing", disable=not show_progress) as bar:
@@ -333,19 +321,20 @@ class BM25Index:
         if n == 0:
             return out
         if num_threads is None:
-            threads = min(_default_threads(), max(1, n // _QUERIES_PER_THREAD))
+            threads = min(default_threads(), max(1, n // _QUERIES_PER_THREAD))
         else:
-            threads = min(_check_threads(num_threads), n)
+            threads = min(check_threads(num_threads), n)
         if threads == 1:
             self._search_range(encoded, 0, n, out)
             return out
         bounds = [n * i // threads for i in range(threads + 1)]
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            for future in [
-                pool.submit(self._search_range, encoded, lo, hi, out)
-                for lo, hi in itertools.pairwise(bounds)
-            ]:
-                future.result()
+        pool = shared_pool(threads)
+        futures = [
+            pool.submit(self._search_range, encoded, lo, hi, out)
+            for lo, hi in itertools.pairwise(bounds)
+        ]
+        for future in futures:
+            future.result()
         return out
 
     # -- persistence --------------------------------------------------------------------------

@@ -1,0 +1,43 @@
+"""Thread counts and the worker pool shared by every parallel batch."""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+
+
+def default_threads() -> int:
+    """Cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def check_threads(num_threads: int | None) -> int:
+    """``num_threads``, or ``default_threads()`` for None; ValueError unless a positive int."""
+    if num_threads is None:
+        return default_threads()
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
+    return num_threads
+
+
+def shared_pool(workers: int) -> ThreadPoolExecutor:
+    """A process-wide pool of at least ``workers`` threads.
+
+    Reusing threads keeps their per-thread scratch buffers (see ``BM25Index``) and saves a
+    thread start per call. The pool only grows; an outgrown pool finishes its queued work.
+    """
+    global _pool, _pool_size
+    with _lock:
+        if _pool is None or _pool_size < workers:
+            _pool = ThreadPoolExecutor(
+                max_workers=max(workers, default_threads()), thread_name_prefix="hybrid_engine"
+            )
+            _pool_size = max(workers, default_threads())
+        return _pool
