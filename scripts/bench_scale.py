@@ -54,8 +54,8 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import json
-import os
 import subprocess
 import sys
 import time
@@ -149,9 +149,7 @@ def generate(args: argparse.Namespace, n_docs: int) -> tuple[list[str], list[str
     q_lengths = qrng.integers(3, 9, args.queries)
     q_ranks = zipf.sample(qrng, int(q_lengths.sum()), top=min(args.query_top, len(vocab)))
     bounds = np.concatenate([[0], np.cumsum(q_lengths)])
-    queries = [
-        " ".join(vocab[r] for r in q_ranks[a:b]) for a, b in zip(bounds[:-1], bounds[1:])
-    ]
+    queries = [" ".join(vocab[r] for r in q_ranks[a:b]) for a, b in itertools.pairwise(bounds)]
     stats = {
         "docs": n_docs,
         "tokens": total_tokens,
@@ -277,8 +275,16 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_side(args: argparse.Namespace, side: str, n_docs: int) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--worker", side, "--worker-docs", str(n_docs)]
-    for name in ("vocab", "zipf", "zipf_offset", "mean_length", "queries", "query_top", "seed",
-                 "query_rounds"):
+    for name in (
+        "vocab",
+        "zipf",
+        "zipf_offset",
+        "mean_length",
+        "queries",
+        "query_top",
+        "seed",
+        "query_rounds",
+    ):
         cmd += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     if args.ours_threads is not None:
         cmd += ["--ours-threads", str(args.ours_threads)]
@@ -290,8 +296,10 @@ def run_side(args: argparse.Namespace, side: str, n_docs: int) -> dict[str, Any]
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
         how = "killed (out of memory?)" if proc.returncode < 0 else f"exit {proc.returncode}"
-        return {"side": side, "error": f"{how} after {time.perf_counter() - t0:.0f} s: "
-                + " | ".join(tail)}
+        return {
+            "side": side,
+            "error": f"{how} after {time.perf_counter() - t0:.0f} s: " + " | ".join(tail),
+        }
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -316,12 +324,16 @@ def print_table(runs: list[dict[str, Any]]) -> None:
             if "error" in r:
                 print(f"{run['docs']:>10,} {side:>6}  FAILED: {r['error']}")
                 continue
-            print(f"{run['docs']:>10,} {side:>6} "
-                  + " ".join(f"{_fmt(r.get(key), spec):>15}" for _, key, spec in cols))
+            print(
+                f"{run['docs']:>10,} {side:>6} "
+                + " ".join(f"{_fmt(r.get(key), spec):>15}" for _, key, spec in cols)
+            )
         ratios = run.get("ratios", {})
         if ratios:
-            print(f"{'':>10} {'ratio':>6} "
-                  + " ".join(f"{_fmt(ratios.get(key), '.2f'):>15}" for _, key, _ in cols))
+            print(
+                f"{'':>10} {'ratio':>6} "
+                + " ".join(f"{_fmt(ratios.get(key), '.2f'):>15}" for _, key, _ in cols)
+            )
 
 
 def main() -> None:
@@ -336,8 +348,12 @@ def main() -> None:
     parser.add_argument("--query-top", type=int, default=50_000)
     parser.add_argument("--query-rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--ours-threads", type=int, default=None,
-                        help="analysis threads of our build (default: all cores)")
+    parser.add_argument(
+        "--ours-threads",
+        type=int,
+        default=None,
+        help="analysis threads of our build (default: all cores)",
+    )
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per side and size")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_scale.json"))
     parser.add_argument("--worker", choices=["ours", "bm25s"], help=argparse.SUPPRESS)
@@ -363,8 +379,11 @@ def main() -> None:
             run["ratios"] = {
                 key: (o[key] / t[key] if key.endswith(("qps", "per_s")) else t[key] / o[key])
                 for key in o
-                if isinstance(o[key], float) and key in t and key.endswith(("qps", "per_s", "mib"))
-                and o[key] > 0 and key != "baseline_mib"
+                if isinstance(o[key], float)
+                and key in t
+                and key.endswith(("qps", "per_s", "mib"))
+                and o[key] > 0
+                and key != "baseline_mib"
             }
         runs.append(run)
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -372,8 +391,10 @@ def main() -> None:
         options["out"] = str(args.out)
         args.out.write_text(json.dumps({"options": options, "runs": runs}, indent=2))
     print_table(runs)
-    print("ratio row: ours advantage, > 1 is better for ours (throughput ours/bm25s, memory "
-          "bm25s/ours)")
+    print(
+        "ratio row: ours advantage, > 1 is better for ours (throughput ours/bm25s, memory "
+        "bm25s/ours)"
+    )
     print(f"wrote {args.out}")
 
 
