@@ -67,27 +67,36 @@ def _top_k_small(acc, hits, n_hits, k, out_ids, out_scores):
 
 
 @numba.njit(cache=True, nogil=True)
-def top_k_dense_small(acc, k, out_ids, out_scores):
-    """Top-k (k <= SMALL_K) of all positive entries of ``acc``, scanned in position order.
+def scan_small(acc, n, base, k, buf_scores, buf_docs, size):
+    """Offer the positive entries of ``acc[:n]`` (document ``base + i`` at ``acc[i]``) to a
+    sorted top-k buffer (k <= SMALL_K); returns the new buffer size.
 
-    Scanning in ascending position, a later equal score never ranks higher, so a hit enters
-    only with a float32 score above the k-th; ``float32(a) > t`` implies ``a > t``, so one
-    float64 compare per position rejects the rest.
+    Call on ascending, disjoint document ranges with the same buffer. Scanning in ascending
+    position, a later equal score never ranks higher, so a hit enters a full buffer only with a
+    float32 score above the k-th; ``float32(a) > t`` implies ``a > t``, so one float64 compare
+    per position rejects the rest.
     """
-    buf_scores = np.empty(k, dtype=np.float32)
-    buf_docs = np.empty(k, dtype=np.int64)
-    size = 0
-    bound = 0.0
-    for doc in range(acc.shape[0]):
-        if acc[doc] > bound:
-            score = np.float32(acc[doc])
+    bound = np.float64(buf_scores[k - 1]) if size == k else 0.0
+    for i in range(n):
+        if acc[i] > bound:
+            score = np.float32(acc[i])
             if size < k or score > buf_scores[k - 1]:
-                size = _insert(buf_scores, buf_docs, size, k, score, doc)
+                size = _insert(buf_scores, buf_docs, size, k, score, base + i)
                 if size == k:
                     bound = np.float64(buf_scores[k - 1])
-    for r in range(size):
-        out_ids[r] = buf_docs[r]
-        out_scores[r] = buf_scores[r]
+    return size
+
+
+@numba.njit(cache=True, nogil=True)
+def collect_range(acc, n, base, bound, hit_docs, hit_scores, count):
+    """Append the entries of ``acc[:n]`` above ``bound`` (>= 0) as (document ``base + i``,
+    float32 score) after the first ``count`` of ``hit_docs``/``hit_scores``; returns the new
+    count. Branch-free: both arrays need one spare entry."""
+    for i in range(n):
+        hit_docs[count] = base + i
+        hit_scores[count] = acc[i]
+        count += acc[i] > bound
+    return count
 
 
 _RADIX_BITS = 11
@@ -95,21 +104,21 @@ _RADIX_PASSES = 6  # 6 * 11 >= 64
 
 
 @numba.njit(cache=True, nogil=True)
-def _top_k_radix(acc, hits, n_hits, k, out_ids, out_scores):
-    """Top-k by radix sort: branch-free, best when k is large.
+def top_k_radix(scores, docs, n_hits, k, out_ids, out_scores):
+    """Top-k by radix sort of hits given as float32 ``scores`` aligned with ``docs``.
 
-    Each hit gets the 64-bit key ``(~float32_bits(score) << 32) | doc``; scores are >= 0, so
-    ascending keys rank by descending float32 score, then ascending position. A histogram of
-    the top key bits first drops the hits that cannot reach the top k.
+    Branch-free, best when k is large. Each hit gets the 64-bit key
+    ``(~float32_bits(score) << 32) | doc``; scores are >= 0, so ascending keys rank by
+    descending float32 score, then ascending position. A histogram of the top key bits first
+    drops the hits that cannot reach the top k.
     """
+    if n_hits == 0:
+        return
     k = min(k, n_hits)
-    scores32 = np.empty(n_hits, dtype=np.float32)
-    for i in range(n_hits):
-        scores32[i] = acc[hits[i]]
-    bits = scores32.view(np.uint32)
+    bits = scores[:n_hits].view(np.uint32)
     keys = np.empty(n_hits, dtype=np.uint64)
     for i in range(n_hits):
-        keys[i] = (np.uint64(0xFFFFFFFF - bits[i]) << np.uint64(32)) | np.uint64(hits[i])
+        keys[i] = (np.uint64(0xFFFFFFFF - bits[i]) << np.uint64(32)) | np.uint64(docs[i])
     # Keep the hits whose top digit is at most the digit of the k-th best.
     top_shift = np.uint64(64 - _RADIX_BITS)
     hist = np.zeros(1 << _RADIX_BITS, dtype=np.int64)
@@ -146,10 +155,11 @@ def _top_k_radix(acc, hits, n_hits, k, out_ids, out_scores):
             spare[hist[d]] = keys[i]
             hist[d] += 1
         keys, spare = spare, keys
+    top_bits = np.empty(k, dtype=np.uint32)
     for r in range(k):
-        doc = np.int64(keys[r] & np.uint64(0xFFFFFFFF))
-        out_ids[r] = doc
-        out_scores[r] = acc[doc]
+        out_ids[r] = np.int64(keys[r] & np.uint64(0xFFFFFFFF))
+        top_bits[r] = np.uint32(0xFFFFFFFF - (keys[r] >> np.uint64(32)))
+    out_scores[:k] = top_bits.view(np.float32)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -169,18 +179,8 @@ def select_top_k(acc, hits, n_hits, k, out_ids, out_scores):
         return
     if k <= SMALL_K:
         _top_k_small(acc, hits, n_hits, k, out_ids, out_scores)
-    else:
-        _top_k_radix(acc, hits, n_hits, k, out_ids, out_scores)
-
-
-@numba.njit(cache=True, nogil=True)
-def collect_hits(acc, hits):
-    """Positions with a positive score, ascending, into ``hits``; returns their count.
-
-    ``hits`` needs ``acc.shape[0] + 1`` entries (the append is branch-free).
-    """
-    n = 0
-    for doc in range(acc.shape[0]):
-        hits[n] = doc
-        n += acc[doc] > 0.0
-    return n
+        return
+    scores = np.empty(n_hits, dtype=np.float32)
+    for i in range(n_hits):
+        scores[i] = acc[hits[i]]
+    top_k_radix(scores, hits, n_hits, k, out_ids, out_scores)

@@ -239,12 +239,16 @@ class BM25Index:
 
     # -- search -------------------------------------------------------------------------------
 
-    def _scratch_buffers(self) -> tuple[np.ndarray, np.ndarray]:
+    def _scratch_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """This thread's kernel scratch (reused: allocating it per call costs page faults)."""
         buffers = getattr(self._scratch, "buffers", None)
         if buffers is None:
             n = self.num_documents
-            buffers = (np.zeros(n, dtype=np.float64), np.empty(n + 1, dtype=np.int32))
+            buffers = (
+                np.zeros(n, dtype=np.float64),
+                np.empty(n + 1, dtype=np.int32),
+                np.empty(n + 1, dtype=np.float32),
+            )
             self._scratch.buffers = buffers
         return buffers
 
@@ -256,7 +260,7 @@ class BM25Index:
         out: SearchResult,
     ) -> None:
         terms, weights, offsets = encoded
-        acc, hits = self._scratch_buffers()
+        acc, hits, hit_scores = self._scratch_buffers()
         a = self._arrays
         kernels.search_batch(
             terms,
@@ -276,6 +280,9 @@ class BM25Index:
             out.scores[start:stop],
             acc,
             hits,
+            hit_scores,
+            kernels.dense_work(self.num_documents, out.ids.shape[1]),
+            kernels.WINDOW,
         )
 
     def search(

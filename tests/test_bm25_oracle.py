@@ -124,15 +124,34 @@ def test_synthetic_queries_cover_dense_and_sparse_paths() -> None:
     work = np.array(
         [index._arrays["doc_freqs"][terms[a:b]].sum() for a, b in itertools.pairwise(offsets)]
     )
-    dense = work >= kernels.DENSE_RATIO * index.num_documents
+    dense = work >= kernels.dense_work(index.num_documents, 10)
     assert dense.any() and (~dense & (work > 0)).any(), work
+
+
+# Every query through one accumulation path: the default choice, always sparse (hits tracked
+# per posting), or always dense with windows of 7 documents (so a query spans many windows,
+# posting lists resume across them, and large k compacts its candidates between windows).
+PATHS = {
+    "auto": None,
+    "sparse": (lambda n_docs, k: 1 << 62, kernels.WINDOW),
+    "dense-windows": (lambda n_docs, k: 0, 7),
+}
+
+
+@pytest.fixture(params=sorted(PATHS))
+def path(request, monkeypatch) -> str:
+    if PATHS[request.param] is not None:
+        dense_work, window = PATHS[request.param]
+        monkeypatch.setattr(kernels, "dense_work", dense_work)
+        monkeypatch.setattr(kernels, "WINDOW", window)
+    return request.param
 
 
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("k1,b,delta", PARAMS)
 @pytest.mark.parametrize("cache", [True, False])
 def test_synthetic_matches_oracle(
-    method: str, k1: float, b: float, delta: float, cache: bool
+    method: str, k1: float, b: float, delta: float, cache: bool, path: str
 ) -> None:
     index = BM25Index.build(SYNTH, k1=k1, b=b, method=method, delta=delta, cache_impacts=cache)
     oracle, analyzer = oracle_for(index, SYNTH)
@@ -141,6 +160,19 @@ def test_synthetic_matches_oracle(
         result = index.search(SYNTH_QUERIES, k)
         compare_with_oracle(result, oracle, tokens, k)
         assert_row_invariants(result, len(SYNTH))
+
+
+def test_paths_give_identical_rows(monkeypatch) -> None:
+    index = BM25Index.build(SYNTH, cache_impacts=False)
+    for k in K_PATHS:
+        reference = index.search(SYNTH_QUERIES, k)
+        for dense_work, window in (p for p in PATHS.values() if p is not None):
+            with monkeypatch.context() as patch:
+                patch.setattr(kernels, "dense_work", dense_work)
+                patch.setattr(kernels, "WINDOW", window)
+                result = index.search(SYNTH_QUERIES, k)
+            np.testing.assert_array_equal(result.ids, reference.ids)
+            np.testing.assert_array_equal(result.scores, reference.scores)
 
 
 @pytest.mark.parametrize("n_docs", [1, 2, 3, 40, 2500])
