@@ -163,23 +163,13 @@ def _contribution(weight, tf, factor, method, k1, delta):
 
 
 @numba.njit(cache=True, nogil=True)
-def _accumulate_sparse(
-    terms,
-    weights,
-    posting_offsets,
-    postings,
-    factors,
-    impact_offsets,
-    impact_docs,
-    impacts,
-    use_impacts,
-    method,
-    k1,
-    delta,
-    acc,
-    hits,
-):
-    """Add every posting of the query terms into ``acc``; list each hit once in ``hits``."""
+def _accumulate_sparse(terms, weights, layout, scoring, acc, hits):
+    """Add every posting of the query terms into ``acc``; list each hit once in ``hits``.
+
+    ``layout`` and ``scoring`` are as in ``search_batch``.
+    """
+    posting_offsets, postings, factors, impact_offsets, impact_docs, impacts, use_impacts = layout
+    method, k1, delta = scoring
     n_hits = 0
     for j in range(terms.shape[0]):
         term = terms[j]
@@ -207,33 +197,19 @@ def _accumulate_sparse(
 
 
 @numba.njit(cache=True, nogil=True)
-def _accumulate_window(
-    terms,
-    weights,
-    cursor,
-    cursor_doc,
-    cursor_tf,
-    posting_offsets,
-    postings,
-    factors,
-    impact_offsets,
-    impact_docs,
-    impacts,
-    use_impacts,
-    method,
-    k1,
-    delta,
-    base,
-    stop,
-    acc,
-):
+def _accumulate_window(terms, weights, cursors, layout, scoring, base, stop, acc):
     """Add the postings of documents ``base .. stop - 1`` into ``acc[doc - base]``, advancing
     each term's cursor (all postings before ``base`` must already be consumed).
 
-    Impact layout: ``cursor[j]`` is the next entry. Varint layout: ``cursor[j]`` is the byte
-    after the next posting, whose doc id and frequency are ``cursor_doc[j]``, ``cursor_tf[j]``
-    (doc ``_END`` once the list is done). Returns whether any posting was added.
+    ``cursors`` is ``(cursor, cursor_doc, cursor_tf)``. Impact layout: ``cursor[j]`` is the
+    next entry. Varint layout: ``cursor[j]`` is the byte after the next posting, whose doc id
+    and frequency are ``cursor_doc[j]``, ``cursor_tf[j]`` (doc ``_END`` once the list is
+    done). ``layout`` and ``scoring`` are as in ``search_batch``. Returns whether any posting
+    was added.
     """
+    posting_offsets, postings, factors, impact_offsets, impact_docs, impacts, use_impacts = layout
+    method, k1, delta = scoring
+    cursor, cursor_doc, cursor_tf = cursors
     added = False
     for j in range(terms.shape[0]):
         term = terms[j]
@@ -274,16 +250,8 @@ def search_batch(
     q_offsets,
     idf,
     doc_freqs,
-    posting_offsets,
-    postings,
-    factors,
-    impact_offsets,
-    impact_docs,
-    impacts,
-    use_impacts,
-    method,
-    k1,
-    delta,
+    layout,
+    scoring,
     out_ids,
     out_scores,
     acc,
@@ -302,16 +270,15 @@ def search_batch(
         float64 ``(n_terms,)`` from ``term_idf``.
     doc_freqs : numpy.ndarray
         int32 ``(n_terms,)``: postings per term.
-    posting_offsets, postings, factors : numpy.ndarray
-        The compressed postings (int64 ``(n_terms + 1,)``, uint8) and float32 ``(n_docs,)``
-        from ``doc_factors``; read when ``use_impacts`` is false.
-    impact_offsets, impact_docs, impacts : numpy.ndarray
-        The first three outputs of ``impacts_from_postings``; read when ``use_impacts`` is
-        true (pass empty arrays otherwise).
-    method : int
-        A code of ``METHODS``.
-    k1, delta : float
-        BM25 parameters (``delta`` is used by bm25l and bm25+ only).
+    layout : tuple
+        ``(posting_offsets, postings, factors, impact_offsets, impact_docs, impacts,
+        use_impacts)``: the compressed postings (int64 ``(n_terms + 1,)``, uint8) with the
+        float32 ``(n_docs,)`` output of ``doc_factors``, read when ``use_impacts`` is false;
+        the output of ``impacts_from_postings``, read when it is true (empty arrays
+        otherwise).
+    scoring : tuple
+        ``(method, k1, delta)``: a code of ``METHODS`` and the BM25 parameters (``delta`` is
+        used by bm25l and bm25+ only).
     out_ids, out_scores : numpy.ndarray
         int64 and float32 ``(n_queries, k)``, pre-filled with -1 and -inf; rows are written
         best first. A hit's score is the float64 sum of its term contributions in query-term
@@ -337,6 +304,8 @@ def search_batch(
     cursor = np.empty(max_terms, dtype=np.int64)
     cursor_doc = np.empty(max_terms, dtype=np.int64)
     cursor_tf = np.empty(max_terms, dtype=np.int64)
+    cursors = (cursor, cursor_doc, cursor_tf)
+    posting_offsets, postings, _, impact_offsets, _, _, use_impacts = layout
     for q in range(n_queries):
         first = q_offsets[q]
         n_terms = q_offsets[q + 1] - first
@@ -354,22 +323,7 @@ def search_batch(
         terms = terms[:m]
         weights = weights[:m]
         if work < dense_from:
-            n_hits = _accumulate_sparse(
-                terms,
-                weights,
-                posting_offsets,
-                postings,
-                factors,
-                impact_offsets,
-                impact_docs,
-                impacts,
-                use_impacts,
-                method,
-                k1,
-                delta,
-                acc,
-                hits,
-            )
+            n_hits = _accumulate_sparse(terms, weights, layout, scoring, acc, hits)
             select_top_k(acc, hits, n_hits, k, out_ids[q], out_scores[q])
             for i in range(n_hits):
                 acc[hits[i]] = 0.0
@@ -391,26 +345,7 @@ def search_batch(
         bound = 0.0  # large k: hits at or below the k-th kept score so far cannot enter
         for start in range(0, n_docs, window):
             stop = min(start + window, n_docs)
-            if not _accumulate_window(
-                terms,
-                weights,
-                cursor,
-                cursor_doc,
-                cursor_tf,
-                posting_offsets,
-                postings,
-                factors,
-                impact_offsets,
-                impact_docs,
-                impacts,
-                use_impacts,
-                method,
-                k1,
-                delta,
-                start,
-                stop,
-                acc,
-            ):
+            if not _accumulate_window(terms, weights, cursors, layout, scoring, start, stop, acc):
                 continue
             if k <= SMALL_K:
                 size = scan_small(acc, stop - start, start, k, buf_scores, buf_docs, size)
