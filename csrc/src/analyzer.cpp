@@ -169,16 +169,14 @@ Analyzer::Analyzer(AnalyzerConfig config) : config_(std::move(config)) {
                                     std::to_string(config_.min_token_length));
     }
     if (config_.max_token_length < config_.min_token_length) {
-        throw std::invalid_argument(
-            "max_token_length must be at least min_token_length (" +
-            std::to_string(config_.min_token_length) + "), got " +
-            std::to_string(config_.max_token_length));
+        throw std::invalid_argument("max_token_length must be at least min_token_length (" +
+                                    std::to_string(config_.min_token_length) + "), got " +
+                                    std::to_string(config_.max_token_length));
     }
 }
 
 void Analyzer::split_words_impl(std::string_view text, std::string& scratch,
-                                void (*emit)(void* ctx, std::string_view word),
-                                void* ctx) const {
+                                void (*emit)(void* ctx, std::string_view word), void* ctx) const {
     Splitter(config_, scratch, emit, ctx).run(text);
 }
 

@@ -114,7 +114,8 @@ void IndexBuilder::count_shard(Shard& shard) const {
 
 void IndexBuilder::add(const std::vector<std::string>& texts) {
     if (texts.empty()) return;
-    if (num_documents() + texts.size() > static_cast<std::size_t>(std::numeric_limits<int32_t>::max())) {
+    if (num_documents() + texts.size() >
+        static_cast<std::size_t>(std::numeric_limits<int32_t>::max())) {
         throw std::length_error("an index holds at most 2^31 - 1 documents");
     }
     const std::size_t n_shards = std::max<std::size_t>(
@@ -134,8 +135,8 @@ void IndexBuilder::add(const std::vector<std::string>& texts) {
         for (std::size_t j = 0; j < n_new; ++j) {
             const int32_t word = words_.insert(shard.new_words.key(static_cast<int32_t>(j)));
             if (static_cast<std::size_t>(word) == word_terms_.size()) {
-                word_terms_.push_back(shard.new_word_kept[j] ? terms_.insert(shard.new_word_norms[j])
-                                                             : -1);
+                word_terms_.push_back(
+                    shard.new_word_kept[j] ? terms_.insert(shard.new_word_norms[j]) : -1);
             }
             shard.new_word_terms[j] = word_terms_[word];
         }
@@ -169,8 +170,8 @@ InvertedIndexArrays IndexBuilder::finish() {
         for (int64_t i = doc_offsets_[d]; i < doc_offsets_[d + 1]; ++i) {
             const int32_t t = doc_terms_[i];
             const auto doc = static_cast<uint32_t>(d);
-            sizes[t] += static_cast<int64_t>(varint_size(doc - last_doc[t]) +
-                                             varint_size(doc_tfs_[i]));
+            sizes[t] +=
+                static_cast<int64_t>(varint_size(doc - last_doc[t]) + varint_size(doc_tfs_[i]));
             last_doc[t] = doc;
             ++out.doc_freqs[t];
         }
@@ -183,7 +184,8 @@ InvertedIndexArrays IndexBuilder::finish() {
     // Pass 2: write each posting in place, documents in ascending order.
     out.postings.resize(static_cast<std::size_t>(out.posting_offsets[n_terms]));
     std::vector<uint8_t*> cursor(n_terms);
-    for (std::size_t t = 0; t < n_terms; ++t) cursor[t] = out.postings.data() + out.posting_offsets[t];
+    for (std::size_t t = 0; t < n_terms; ++t)
+        cursor[t] = out.postings.data() + out.posting_offsets[t];
     std::fill(last_doc.begin(), last_doc.end(), 0);
     for (std::size_t d = 0; d < n_docs; ++d) {
         for (int64_t i = doc_offsets_[d]; i < doc_offsets_[d + 1]; ++i) {

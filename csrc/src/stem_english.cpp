@@ -1,17 +1,18 @@
 // Snowball English ("Porter2") stemmer, written from the published algorithm as revised in
-// Snowball 3.0 (extra R1 prefixes up to "inter", "ogist", the "-ying" and "proceed/exceed/succeed" rules in
-// Step 1b, no undoubling after a word-initial a/e/o). The reference is libstemmer as shipped in
-// PyStemmer; tests/test_stemmer.py compares the two on hundreds of thousands of words.
+// Snowball 3.0 (extra R1 prefixes up to "inter", "ogist", the "-ying" and "proceed/exceed/succeed"
+// rules in Step 1b, no undoubling after a word-initial a/e/o). The reference is libstemmer as
+// shipped in PyStemmer; tests/test_stemmer.py compares the two on hundreds of thousands of words.
 //
 // Snowball works on characters (code points): lengths, "next" and "hop" count characters and
 // any character outside 'aeiouy' is a non-vowel. ASCII words, the common case, are stemmed in
 // place in a byte string; other words are decoded to UTF-32 first and re-encoded afterwards.
+#include "hybrid_engine/stem_english.hpp"
+
 #include <cstddef>
 #include <string>
 #include <string_view>
 
 #include "hybrid_engine/analyzer.hpp"
-#include "hybrid_engine/stem_english.hpp"
 #include "hybrid_engine/unicode.hpp"
 
 namespace hybrid_engine {
@@ -29,8 +30,16 @@ constexpr bool is_vowel_wxy(char32_t c) noexcept {
 
 constexpr bool is_valid_li(char32_t c) noexcept {
     switch (c) {
-        case 'c': case 'd': case 'e': case 'g': case 'h':
-        case 'k': case 'm': case 'n': case 'r': case 't':
+        case 'c':
+        case 'd':
+        case 'e':
+        case 'g':
+        case 'h':
+        case 'k':
+        case 'm':
+        case 'n':
+        case 'r':
+        case 't':
             return true;
         default:
             return false;
@@ -60,12 +69,12 @@ constexpr Rule kStep3[] = {
 };
 
 constexpr std::string_view kStep4[] = {
-    "ement", "ance", "ence", "able", "ible", "ment", "ant", "ent", "ism", "ate",
-    "iti",   "ous",  "ive",  "ize",  "ion",  "al",   "er",  "ic",
+    "ement", "ance", "ence", "able", "ible", "ment", "ant", "ent", "ism",
+    "ate",   "iti",  "ous",  "ive",  "ize",  "ion",  "al",  "er",  "ic",
 };
 
 constexpr std::string_view kRegionPrefixes[] = {"gener", "commun", "arsen", "past", "univers",
-                                                "later", "emerg", "organ", "inter"};
+                                                "later", "emerg",  "organ", "inter"};
 
 struct Exception {
     std::string_view word;
@@ -74,10 +83,10 @@ struct Exception {
 
 // Whole words with a fixed stem (an empty stem means the word is kept as it is).
 constexpr Exception kExceptions[] = {
-    {"skis", "ski"},     {"skies", "sky"},   {"idly", "idl"},   {"gently", "gentl"},
-    {"ugly", "ugli"},    {"early", "earli"}, {"only", "onli"},  {"singly", "singl"},
-    {"sky", ""},         {"news", ""},       {"howe", ""},      {"atlas", ""},
-    {"cosmos", ""},      {"bias", ""},       {"andes", ""},
+    {"skis", "ski"},  {"skies", "sky"},   {"idly", "idl"},  {"gently", "gentl"},
+    {"ugly", "ugli"}, {"early", "earli"}, {"only", "onli"}, {"singly", "singl"},
+    {"sky", ""},      {"news", ""},       {"howe", ""},     {"atlas", ""},
+    {"cosmos", ""},   {"bias", ""},       {"andes", ""},
 };
 
 // The algorithm over a mutable word of code units that are each one character: `std::string`
@@ -241,8 +250,15 @@ private:
         const std::size_t n = size();
         if (n >= 2 && w_[n - 1] == w_[n - 2]) {
             switch (w_[n - 1]) {
-                case 'b': case 'd': case 'f': case 'g': case 'm':
-                case 'n': case 'p': case 'r': case 't':
+                case 'b':
+                case 'd':
+                case 'f':
+                case 'g':
+                case 'm':
+                case 'n':
+                case 'p':
+                case 'r':
+                case 't':
                     // Undouble ("hopp" -> "hop"), except after a word-initial a, e or o ("add").
                     if (!(n == 3 && (w_[0] == 'a' || w_[0] == 'e' || w_[0] == 'o'))) {
                         w_.pop_back();

@@ -9,11 +9,11 @@ namespace {
 
 // Each length class has few members, so a switch on the length then a handful of 2-5 byte
 // compares beats hashing.
-constexpr std::string_view kLen2[] = {"an", "as", "at", "be", "by", "if", "in", "is",
-                                      "it", "no", "of", "on", "or", "to"};
+constexpr std::string_view kLen2[] = {"an", "as", "at", "be", "by", "if", "in",
+                                      "is", "it", "no", "of", "on", "or", "to"};
 constexpr std::string_view kLen3[] = {"and", "are", "but", "for", "not", "the", "was"};
-constexpr std::string_view kLen4[] = {"into", "such", "that", "then", "they", "this", "will",
-                                      "with"};
+constexpr std::string_view kLen4[] = {"into", "such", "that", "then",
+                                      "they", "this", "will", "with"};
 constexpr std::string_view kLen5[] = {"their", "there", "these"};
 
 template <std::size_t N>

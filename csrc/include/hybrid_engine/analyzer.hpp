@@ -73,8 +73,7 @@ template <class Sink>
 void Analyzer::split_words(std::string_view text, std::string& scratch, Sink&& sink) const {
     using SinkT = std::remove_reference_t<Sink>;
     split_words_impl(
-        text, scratch,
-        [](void* ctx, std::string_view word) { (*static_cast<SinkT*>(ctx))(word); },
+        text, scratch, [](void* ctx, std::string_view word) { (*static_cast<SinkT*>(ctx))(word); },
         static_cast<void*>(&sink));
 }
 
