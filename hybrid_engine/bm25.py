@@ -32,7 +32,7 @@ _INDEX_ARRAYS = {
     "doc_lengths": np.int32,
 }
 _QUERIES_PER_THREAD = 32  # below this a batch is not worth another thread
-IMPACT_CACHE_MAX_BYTES = 1 << 30
+IMPACT_CACHE_MAX_BYTES = 2 << 30
 """``cache_impacts=None`` decodes postings into the 8-byte-per-posting impact layout when it
 takes at most this many bytes (and the index is not memory-mapped)."""
 _NO_IMPACTS = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
