@@ -14,7 +14,12 @@ from hybrid_engine.analysis import AnalyzerConfig
 from hybrid_engine.bm25 import BM25Index
 from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.evaluation import DatasetError, load_beir, load_corpus
-from hybrid_engine.evaluation.runner import RETRIEVERS, evaluate_retriever, score_searcher
+from hybrid_engine.evaluation.runner import (
+    RETRIEVERS,
+    evaluate_retriever,
+    parse_retrievers,
+    score_searcher,
+)
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 """The embedded default collection: ``../shared/data/beir/scifact`` beside the checkout."""
@@ -114,11 +119,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
+    names = parse_retrievers(args.retriever)  # before loading: a typo fails at once
     dataset = load_beir(args.dataset, args.split)
-    names = [n.strip() for n in args.retriever.split(",") if n.strip()]
-    unknown = [n for n in names if n not in RETRIEVERS]
-    if unknown or not names:
-        raise ValueError(f"unknown retriever(s) {unknown}; choose from {sorted(RETRIEVERS)}")
     rows = {
         name: evaluate_retriever(
             dataset, name, num_threads=args.threads, show_progress=not args.quiet

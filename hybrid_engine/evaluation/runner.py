@@ -30,6 +30,21 @@ RETRIEVERS: dict[str, Callable[[Dataset, int | None, bool], tuple[Searcher, Sequ
 """Retriever name -> function building it over a dataset's corpus, returning (search, doc ids)."""
 
 
+def parse_retrievers(spec: str) -> list[str]:
+    """Retriever names of a comma-separated list such as ``"bm25,dense"``.
+
+    Raises
+    ------
+    ValueError
+        The list is empty or names an unknown retriever (the message lists the known ones).
+    """
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    unknown = [name for name in names if name not in RETRIEVERS]
+    if unknown or not names:
+        raise ValueError(f"unknown retriever(s) {unknown}; choose from {sorted(RETRIEVERS)}")
+    return names
+
+
 @dataclass(frozen=True)
 class RetrieverReport:
     """Quality and speed of one retriever on one dataset.
