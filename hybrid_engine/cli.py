@@ -20,6 +20,7 @@ from hybrid_engine.evaluation.runner import (
     parse_retrievers,
     score_searcher,
 )
+from hybrid_engine.model_store import default_model_path, read_model
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 """The embedded default collection: ``../shared/data/beir/scifact`` beside the checkout."""
@@ -156,6 +157,25 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_models_prepare(args: argparse.Namespace) -> int:
+    from hybrid_engine.prepare import prepare_model  # needs the export extra, only here
+
+    log = (lambda message: None) if args.quiet else print
+    prepare_model(args.output, int8=not args.no_int8, force=args.force, log=log)
+    return 0
+
+
+def _cmd_models_info(args: argparse.Namespace) -> int:
+    info = read_model(args.path)
+    manifest = {key: value for key, value in info.manifest.items() if key != "files"}
+    manifest["files"] = {
+        name: entry["bytes"] for name, entry in sorted(info.manifest["files"].items())
+    }
+    print(f"{info.path}")
+    print(json.dumps(manifest, indent=2, sort_keys=True))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``hybrid-engine`` (exposed for docs and tests)."""
     parser = argparse.ArgumentParser(
@@ -197,6 +217,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_eval)
+
+    models = sub.add_parser("models", help="prepare and inspect the ONNX models").add_subparsers(
+        dest="models_command", required=True
+    )
+    p = models.add_parser(
+        "prepare",
+        help="export the bi-encoder shipped in a PyPI package to ONNX (needs the export extra)",
+    )
+    p.add_argument("--output", default=None, help=f"model folder (default: {default_model_path()})")
+    p.add_argument("--no-int8", action="store_true", help="skip the int8 variant")
+    p.add_argument("--force", action="store_true", help="prepare again if already prepared")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.set_defaults(func=_cmd_models_prepare)
+    p = models.add_parser("info", help="print a prepared model's manifest (files checked)")
+    p.add_argument("path", nargs="?", default=None, help="model folder (default: the default)")
+    p.set_defaults(func=_cmd_models_info)
 
     p = sub.add_parser("demo", help="index scifact, show hits and the evaluation table")
     p.add_argument(

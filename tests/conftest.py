@@ -16,3 +16,29 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared data folder {path} is absent; set HYBRID_ENGINE_DATA to its location")
     return path
+
+
+@pytest.fixture(scope="session")
+def model_path() -> Path:
+    """The prepared default bi-encoder folder (``hybrid-engine models prepare``).
+
+    Absent: the test fails under CI (whose set-up prepares it) and skips, with the command to
+    run, elsewhere.
+    """
+    from hybrid_engine.model_store import PREPARE_COMMAND, default_model_path
+
+    path = default_model_path()
+    if not (path / "manifest.json").is_file():
+        message = f"no prepared model at {path}; run `{PREPARE_COMMAND}`"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+def encoder(model_path: Path):  # type: ignore[no-untyped-def]
+    """The default fp32 ``Encoder``, loaded once per session."""
+    from hybrid_engine.encoder import Encoder
+
+    return Encoder.load(model_path)

@@ -1,0 +1,215 @@
+"""The bi-encoder: texts to L2-normalised embeddings with an ONNX model, no PyTorch."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+from tokenizers import Encoding, Tokenizer
+from tqdm.auto import tqdm
+
+from hybrid_engine.model_store import TOKENIZER_FILE, ModelInfo, read_model
+from hybrid_engine.onnx_session import create_session
+
+TOKENS_PER_RUN = 2048
+"""Most tokens (texts x padded length) in one ONNX Runtime call: small runs keep the
+activations in cache, which is faster than one large batch on a CPU."""
+
+
+def check_texts(texts: str | Sequence[str], what: str = "text") -> list[str]:
+    """``texts`` as a list of non-blank ``str`` (a single ``str`` is a batch of one).
+
+    Raises
+    ------
+    TypeError
+        ``texts`` is not a str or a sequence of str (the message names the first bad item).
+    ValueError
+        A text is empty or whitespace only.
+    """
+    if isinstance(texts, str):
+        return [texts]
+    if not isinstance(texts, Sequence) or isinstance(texts, (bytes, bytearray)):
+        raise TypeError(f"expected a str or a sequence of str, got {type(texts).__name__}")
+    checked = list(texts)
+    for position, text in enumerate(checked):
+        if not isinstance(text, str):
+            raise TypeError(f"{what} {position} is {type(text).__name__}, expected str")
+        if not text.strip():
+            raise ValueError(
+                f"{what} {position} is empty or whitespace only; it has no meaning to embed — "
+                "drop it or give it text"
+            )
+    return checked
+
+
+class Encoder:
+    """A sentence-transformers style bi-encoder (mean pooling, L2 norm) on ONNX Runtime.
+
+    Load one with ``Encoder.load``. The default model is all-MiniLM-L6-v2 as prepared by
+    ``hybrid-engine models prepare``.
+
+    Notes
+    -----
+    Thread-safe: ``encode`` may be called from several threads; the session releases the GIL.
+    Texts longer than ``max_length`` tokens are truncated, as sentence-transformers does.
+    """
+
+    def __init__(self, info: ModelInfo, variant: str, num_threads: int | None) -> None:
+        """Private: use ``load``."""
+        self._info = info
+        self._variant = variant
+        self._session = create_session(info.variant_file(variant), num_threads)
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        tokenizer = Tokenizer.from_file(str(info.path / TOKENIZER_FILE))
+        # The manifest is the authority on length: never pad, truncate at max_length.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=info.max_length)
+        self._tokenizer = tokenizer
+        identity = {
+            "model": info.file_sha256(info.variants[variant]["file"]),
+            "tokenizer": info.file_sha256(TOKENIZER_FILE),
+            "max_length": info.max_length,
+            "pooling": info.pooling,
+            "normalize": info.normalize,
+        }
+        self._model_hash = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        variant: str = "fp32",
+        num_threads: int | None = None,
+    ) -> Encoder:
+        """Load a prepared model folder.
+
+        Parameters
+        ----------
+        path : path-like, optional
+            The folder; the default model (``model_store.default_model_path()``) when None.
+        variant : {"fp32", "int8"}
+            The full-precision graph, or dynamically quantized int8 weights (faster, slightly
+            different embeddings: see the README for the measured quality).
+        num_threads : int, optional
+            ONNX Runtime intra-op threads; all cores when None.
+
+        Raises
+        ------
+        ModelNotFoundError
+            No prepared model there, or not that variant; the message names the command that
+            prepares it.
+        IndexFormatError
+            The folder is corrupt (a sha256 mismatch, say) or incomplete.
+        """
+        return cls(read_model(path), variant, num_threads)
+
+    @property
+    def name(self) -> str:
+        """Model name, e.g. ``"all-MiniLM-L6-v2"``."""
+        return self._info.name
+
+    @property
+    def variant(self) -> str:
+        """``"fp32"`` or ``"int8"``."""
+        return self._variant
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension."""
+        return self._info.dim
+
+    @property
+    def max_length(self) -> int:
+        """Tokens kept per text, special tokens included."""
+        return self._info.max_length
+
+    @property
+    def model_hash(self) -> str:
+        """sha256 identifying what decides the embeddings: graph, tokenizer, length, pooling."""
+        return self._model_hash
+
+    @property
+    def info(self) -> ModelInfo:
+        """The prepared folder's manifest."""
+        return self._info
+
+    def __repr__(self) -> str:
+        return (
+            f"Encoder({self.name!r}, variant={self.variant!r}, dim={self.dim}, "
+            f"max_length={self.max_length})"
+        )
+
+    def _runs(self, encodings: list[Encoding], batch_size: int) -> Iterator[np.ndarray]:
+        """Positions of each ONNX call: longest texts first, so each run pads little."""
+        lengths = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
+        order = np.argsort(-lengths, kind="stable")
+        start = 0
+        while start < len(order):
+            longest = int(lengths[order[start]])
+            size = min(batch_size, max(1, TOKENS_PER_RUN // longest))
+            yield order[start : start + size]
+            start += size
+
+    def _embed(self, encodings: Sequence[Encoding]) -> np.ndarray:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), np.int64)
+        mask = np.zeros((len(encodings), width), np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        states = self._session.run(None, feed)[0]
+        weights = mask.astype(np.float32)[:, :, None]
+        pooled = (states * weights).sum(axis=1) / weights.sum(axis=1)
+        if self._info.normalize:
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return pooled.astype(np.float32, copy=False)
+
+    def encode(
+        self, texts: str | Sequence[str], *, batch_size: int = 64, show_progress: bool = False
+    ) -> np.ndarray:
+        """Embed texts.
+
+        Parameters
+        ----------
+        texts : str or sequence of str
+            One text or a batch; each non-blank. Tokens past ``max_length`` are dropped.
+        batch_size : int
+            Most texts per ONNX Runtime call. Texts are sorted by token count so each call
+            pads little, and long texts go in smaller calls (at most ``TOKENS_PER_RUN``
+            tokens each); the order of the output is the order of ``texts``.
+        show_progress : bool
+            Show a progress bar (tqdm) on stderr.
+
+        Returns
+        -------
+        numpy.ndarray
+            float32, shape ``(len(texts), dim)``, rows L2-normalised.
+
+        Raises
+        ------
+        TypeError
+            ``texts`` is not a str or a sequence of str.
+        ValueError
+            A blank text, or ``batch_size < 1``.
+        """
+        checked = check_texts(texts)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        out = np.empty((len(checked), self.dim), np.float32)
+        if not checked:
+            return out
+        encodings = self._tokenizer.encode_batch(checked)
+        with tqdm(
+            total=len(checked), unit="text", desc="encoding", disable=not show_progress
+        ) as bar:
+            for positions in self._runs(encodings, batch_size):
+                out[positions] = self._embed([encodings[p] for p in positions])
+                bar.update(len(positions))
+        return out
