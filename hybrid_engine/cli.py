@@ -1,4 +1,4 @@
-"""The ``hybrid-engine`` command line: index, search, eval and the scifact demo."""
+"""The ``hybrid-engine`` command line: index, search, eval, models and the scifact demo."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from pathlib import Path
 from hybrid_engine._version import __version__
 from hybrid_engine.analysis import AnalyzerConfig
 from hybrid_engine.bm25 import BM25Index
+from hybrid_engine.dense import DenseIndex
+from hybrid_engine.embedding_cache import EmbeddingCache
+from hybrid_engine.encoder import Encoder
 from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.evaluation import DatasetError, load_beir, load_corpus
 from hybrid_engine.evaluation.runner import (
@@ -20,7 +23,7 @@ from hybrid_engine.evaluation.runner import (
     parse_retrievers,
     score_searcher,
 )
-from hybrid_engine.model_store import default_model_path, read_model
+from hybrid_engine.model_store import ModelNotFoundError, default_model_path, read_model
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 """The embedded default collection: ``../shared/data/beir/scifact`` beside the checkout."""
@@ -84,7 +87,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
 
 def _print_hits(
-    index: BM25Index,
+    index: BM25Index | DenseIndex,
     queries: Sequence[str],
     k: int,
     as_json: bool,
@@ -141,19 +144,41 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     dataset = load_beir(args.dataset, "test")
+    titles = {doc["_id"]: doc["title"] for doc in dataset.corpus}
     start = time.perf_counter()
     index = BM25Index.build(dataset.corpus, show_progress=not args.quiet)
     print(
         f"indexed {index.num_documents} documents of {dataset.name} in "
         f"{time.perf_counter() - start:.2f}s ({index!r})"
     )
-    titles = {doc["_id"]: doc["title"] for doc in dataset.corpus}
+    print("\n== BM25 ==")
     _print_hits(index, DEMO_QUERIES, 5, as_json=False, titles=titles)
     metrics, queries_per_s = score_searcher(dataset, index.search, index.doc_ids)
+    rows = {"bm25": {**metrics, "queries_per_s": queries_per_s}}
+    try:
+        encoder = Encoder.load()
+    except ModelNotFoundError as exc:
+        print(f"\n(dense retrieval skipped: {exc})")
+    else:
+        start = time.perf_counter()
+        dense = DenseIndex.build(
+            dataset.corpus,
+            encoder=encoder,
+            embedding_cache=EmbeddingCache(),
+            show_progress=not args.quiet,
+        )
+        print(
+            f"\nembedded {dense.num_documents} documents with {encoder!r} in "
+            f"{time.perf_counter() - start:.2f}s (cached for the next run)"
+        )
+        print("\n== dense ==")
+        _print_hits(dense, DEMO_QUERIES, 5, as_json=False, titles=titles)
+        metrics, queries_per_s = score_searcher(dataset, dense.search, dense.doc_ids)
+        rows["dense"] = {**metrics, "queries_per_s": queries_per_s}
     print(
         f"\n{dataset.name} test ({len(dataset.queries)} queries, {len(dataset.corpus)} documents)"
     )
-    _print_table({"bm25": {**metrics, "queries_per_s": queries_per_s}})
+    _print_table(rows)
     return 0
 
 
@@ -234,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", default=None, help="model folder (default: the default)")
     p.set_defaults(func=_cmd_models_info)
 
-    p = sub.add_parser("demo", help="index scifact, show hits and the evaluation table")
+    p = sub.add_parser("demo", help="index scifact with BM25 and dense, show hits and the evaluation table")
     p.add_argument(
         "dataset",
         nargs="?",

@@ -7,6 +7,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hybrid_engine.bm25 import BM25Index
+from hybrid_engine.dense import DenseIndex
+from hybrid_engine.embedding_cache import EmbeddingCache
+from hybrid_engine.encoder import Encoder
 from hybrid_engine.evaluation.datasets import Dataset
 from hybrid_engine.evaluation.metrics import evaluate, parse_metric, run_from_results
 from hybrid_engine.results import SearchResult
@@ -24,8 +27,26 @@ def _bm25(
     return (lambda queries, k: index.search(queries, k, num_threads=num_threads)), index.doc_ids
 
 
+def _dense(variant: str) -> Callable[[Dataset, int | None, bool], tuple[Searcher, Sequence[str]]]:
+    def build(
+        dataset: Dataset, num_threads: int | None, show_progress: bool
+    ) -> tuple[Searcher, Sequence[str]]:
+        encoder = Encoder.load(variant=variant, num_threads=num_threads)
+        index = DenseIndex.build(
+            dataset.corpus,
+            encoder=encoder,
+            embedding_cache=EmbeddingCache(),
+            show_progress=show_progress,
+        )
+        return (lambda queries, k: index.search(queries, k)), index.doc_ids
+
+    return build
+
+
 RETRIEVERS: dict[str, Callable[[Dataset, int | None, bool], tuple[Searcher, Sequence[str]]]] = {
     "bm25": _bm25,
+    "dense": _dense("fp32"),
+    "dense-int8": _dense("int8"),
 }
 """Retriever name -> function building it over a dataset's corpus, returning (search, doc ids)."""
 
