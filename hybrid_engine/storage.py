@@ -4,6 +4,8 @@ Layout of a directory written by ``write_index_dir``::
 
     manifest.json     {"format", "format_version", "library_version", ..., "files": {...}}
     <name>.npy        one numpy array per entry of manifest["files"], with its sha256 and size
+    <component>       optionally, files in another format (e.g. an hnswlib graph), written by
+                      the caller and listed in manifest["files"] the same way
 
 Nothing is pickled: arrays load with ``allow_pickle=False`` and the manifest is JSON.
 """
@@ -15,6 +17,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +37,25 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _fsync_dir(path: Path) -> None:
+def _fsync(path: Path) -> None:
+    """Flush a file or a directory entry list to disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _describe(file: Path) -> dict[str, Any]:
+    return {"sha256": _sha256(file), "bytes": file.stat().st_size}
+
+
+def _check_component_name(name: str) -> None:
+    if Path(name).name != name or name.endswith(".npy") or name in (MANIFEST, "", ".", ".."):
+        raise ValueError(
+            f"component file name {name!r} must be a plain file name, neither {MANIFEST} nor "
+            "ending in .npy (those are the arrays')"
+        )
 
 
 def write_index_dir(
@@ -48,19 +64,34 @@ def write_index_dir(
     format_version: int,
     metadata: dict[str, Any],
     arrays: dict[str, np.ndarray],
+    components: Mapping[str, Callable[[Path], None]] | None = None,
 ) -> None:
-    """Write ``arrays`` and a manifest to directory ``path``, replacing it atomically.
+    """Write ``arrays``, ``components`` and a manifest to directory ``path``, atomically.
 
     Everything is written and fsynced in a temporary sibling directory first, which is then
     renamed into place; an existing index at ``path`` is swapped out only after that, so an
     interrupted save leaves the previous index (or nothing) at ``path``, never a mix.
+
+    Parameters
+    ----------
+    components : mapping of str to callable, optional
+        Files that are not numpy arrays, by file name (a plain name not ending in ``.npy``).
+        Each callable gets the path to write its file to, inside the temporary directory; the
+        file is then fsynced and listed in the manifest with its sha256 and size, like the
+        arrays. An exception from a callable aborts the save like any other failure.
 
     Raises
     ------
     FileExistsError
         ``path`` exists and is not an index directory written by this package (nothing is
         overwritten then).
+    ValueError
+        A component name that is not a plain file name, or a component callable that wrote no
+        file.
     """
+    components = components or {}
+    for name in components:
+        _check_component_name(name)
     target = Path(path)
     if target.exists() and not (target / MANIFEST).is_file():
         raise FileExistsError(
@@ -76,7 +107,14 @@ def write_index_dir(
                 np.save(f, np.ascontiguousarray(array), allow_pickle=False)
                 f.flush()
                 os.fsync(f.fileno())
-            files[file.name] = {"sha256": _sha256(file), "bytes": file.stat().st_size}
+            files[file.name] = _describe(file)
+        for name, write in components.items():
+            file = tmp / name
+            write(file)
+            if not file.is_file():
+                raise ValueError(f"the writer of component {name!r} created no file at {file}")
+            _fsync(file)
+            files[name] = _describe(file)
         manifest = {
             "format": fmt,
             "format_version": format_version,
@@ -88,7 +126,7 @@ def write_index_dir(
             json.dump(manifest, f, indent=2, sort_keys=True)
             f.flush()
             os.fsync(f.fileno())
-        _fsync_dir(tmp)
+        _fsync(tmp)
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
             try:
@@ -106,7 +144,7 @@ def write_index_dir(
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, target)
-        _fsync_dir(target.parent)
+        _fsync(target.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -119,6 +157,7 @@ def read_index_dir(
     *,
     mmap: bool = False,
     verify: bool = True,
+    components: Collection[str] = (),
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Read a directory written by ``write_index_dir``.
 
@@ -131,7 +170,12 @@ def read_index_dir(
     mmap : bool
         Memory-map the arrays read-only instead of reading them into memory.
     verify : bool
-        Check every file's sha256 against the manifest (reads every byte once).
+        Check every array file's sha256 against the manifest (reads every byte once).
+    components : collection of str
+        Names of the non-array files the format may hold (see ``write_index_dir``). Those the
+        manifest lists are checked for size and, whatever ``verify`` says, sha256: they go to
+        readers that trust their input. They are left at ``path / name`` for the caller, who
+        finds which are present in ``manifest["files"]``.
 
     Returns
     -------
@@ -174,8 +218,10 @@ def read_index_dir(
     arrays: dict[str, np.ndarray] = {}
     for name, info in files.items():
         file = root / name
-        if Path(name).name != name or not name.endswith(".npy"):
+        if Path(name).name != name or not (name.endswith(".npy") or name in components):
             raise IndexFormatError(f"{root / MANIFEST} names an unexpected file {name!r}")
+        if not isinstance(info, dict):
+            raise IndexFormatError(f"{root / MANIFEST} describes {name} as {info!r}, not a dict")
         if not file.is_file():
             raise IndexFormatError(f"{root} is missing {name}; rebuild the index")
         if file.stat().st_size != info.get("bytes"):
@@ -183,10 +229,12 @@ def read_index_dir(
                 f"{file} has {file.stat().st_size} bytes, the manifest says {info.get('bytes')}: "
                 "the file is truncated or was changed; rebuild the index"
             )
-        if verify and _sha256(file) != info.get("sha256"):
+        if (verify or name in components) and _sha256(file) != info.get("sha256"):
             raise IndexFormatError(
                 f"{file} fails its sha256 check: it is corrupt; rebuild the index"
             )
+        if name in components:
+            continue
         try:
             arrays[name[: -len(".npy")]] = np.load(
                 file, mmap_mode="r" if mmap else None, allow_pickle=False
