@@ -478,7 +478,8 @@ class DenseIndex:
         SearchResult
             ``ids`` int64 positions and ``scores`` float32, shape ``(n_queries, k)``; rows
             sorted by descending score, equal scores by ascending position. Scores are exact
-            (see ``_knn``) on both paths; through the graph, a true neighbour may be missed.
+            on both paths (float32 products summed in float64); through the graph, a true
+            neighbour may be missed.
 
         Raises
         ------
@@ -586,8 +587,8 @@ class DenseIndex:
         if start == stop:
             return
         buffer = self._buffer
-        if not buffer.flags.writeable:  # memory-mapped: copy before the first write
-            buffer = np.array(buffer[:start])
+        if not buffer.flags.writeable:  # memory-mapped and full: _grown copies it
+            buffer = buffer[:start]
         buffer = _grown(buffer, start, stop - start)
         buffer[start:stop] = matrix
         graph = self._graph
