@@ -17,7 +17,7 @@ from hybrid_engine._threads import check_threads
 from hybrid_engine.corpus import DocIds, Document, iter_batches
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.results import SearchResult
-from hybrid_engine.storage import read_index_dir, write_index_dir
+from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
 
 FORMAT = "hybrid_engine.dense"
 FORMAT_VERSION = 1
@@ -835,14 +835,11 @@ def _check_arrays(
     if not explicit:
         return DocIds(n_docs)
     data, offsets = arrays["doc_id_bytes"], arrays["doc_id_offsets"]
-    if (
-        data.dtype != np.uint8
-        or offsets.dtype != np.int64
-        or data.ndim != 1
-        or offsets.shape != (n_docs + 1,)
-        or offsets[0] != 0
-        or offsets[-1] != len(data)
-        or np.any(np.diff(offsets) < 0)
-    ):
+    if (data.dtype, offsets.dtype, data.ndim, offsets.ndim) != (
+        np.uint8,
+        np.int64,
+        1,
+        1,
+    ) or not delimits(offsets, data, n_docs):
         raise fail("doc_id_offsets does not delimit doc_id_bytes")
     return DocIds(n_docs, data, offsets)

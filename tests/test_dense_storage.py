@@ -386,17 +386,21 @@ def test_bad_vectors_array(copy, array, message) -> None:
 
 
 @pytest.mark.parametrize(
-    "corrupt",
+    "name, corrupt",
     [
-        lambda o: o.__setitem__(3, o[2] - 1),
-        lambda o: o.__setitem__(-1, o[-1] + 1),
-        lambda o: o.__setitem__(0, 1),
+        ("doc_id_offsets", lambda o: o.__setitem__(3, o[2] - 1)),
+        ("doc_id_offsets", lambda o: o.__setitem__(-1, o[-1] + 1)),
+        ("doc_id_offsets", lambda o: o.__setitem__(0, 1)),
+        ("doc_id_offsets", lambda o: o[:-1]),
+        ("doc_id_offsets", lambda o: o.astype(np.int32)),
+        ("doc_id_bytes", lambda b: b.astype(np.int8)),
+        ("doc_id_bytes", lambda b: b.reshape(1, -1)),
     ],
 )
-def test_doc_id_offsets_do_not_delimit(copy, corrupt) -> None:
-    offsets = np.load(copy / "doc_id_offsets.npy")
-    corrupt(offsets)
-    np.save(copy / "doc_id_offsets.npy", offsets)
+def test_doc_id_arrays_do_not_delimit(copy, name, corrupt) -> None:
+    array = np.load(copy / f"{name}.npy")
+    changed = corrupt(array)
+    np.save(copy / f"{name}.npy", array if changed is None else changed)
     fix_checksums(copy)
     with pytest.raises(IndexFormatError, match="doc_id_offsets does not delimit doc_id_bytes"):
         DenseIndex.load(copy)
