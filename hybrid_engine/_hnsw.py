@@ -60,10 +60,8 @@ def load(file: Path, n: int, dim: int, m: int, ef_construction: int) -> hnswlib.
         raise fail(f"a graph file of {size} bytes cannot hold an hnswlib graph")
     with open(file, "rb") as f:
         header = _HEADER.unpack(f.read(_HEADER.size))
-    (offset0, capacity, count, record, label_at, data_at, max_level, entry, max_m, max_m0) = header[
-        :10
-    ]
-    got_m, mult, got_ef_construction = header[10:]
+    offset0, capacity, count, record, label_at, data_at, max_level, entry = header[:8]
+    max_m, max_m0, got_m, mult, got_ef_construction = header[8:]
     links0 = 4 + 4 * 2 * m
     if count != n:
         raise fail(f"the graph holds {count} vectors, the index {n}")
@@ -88,7 +86,10 @@ def load(file: Path, n: int, dim: int, m: int, ef_construction: int) -> hnswlib.
             else "its size, levels or entry point are inconsistent"
         )
     graph = hnswlib.Index(space="ip", dim=dim)
-    graph.load_index(str(file), max_elements=n)
+    try:
+        graph.load_index(str(file), max_elements=n)
+    except RuntimeError as exc:  # hnswlib's own checks, should ours ever miss something
+        raise fail(f"hnswlib cannot read it ({exc})") from None
     if graph.element_count != n:
         raise fail(f"hnswlib read {graph.element_count} vectors, the index has {n}")
     return graph
