@@ -12,7 +12,7 @@ import hnswlib
 import numpy as np
 from tqdm.auto import tqdm
 
-from hybrid_engine import _hnsw, _knn
+from hybrid_engine import _hnsw, _knn, _vectors
 from hybrid_engine._threads import check_threads
 from hybrid_engine.corpus import DocIds, Document, iter_batches
 from hybrid_engine.errors import IndexFormatError
@@ -41,7 +41,6 @@ milliseconds to encode it. To confirm on real MiniLM embeddings of >= 100k docum
 ``scripts/bench_dense_recall.py`` (``--k`` for other cut-offs, e.g. 100 candidates for fusion).
 """
 _QUERY_BATCH = 32  # encoder batch size for query texts (the TextEncoder default)
-_NORM_CHUNK = 1 << 16  # rows normalised at once (bounds the float64 temporaries)
 _PARAM_NAMES = {"metric", "dim", "m", "ef_construction", "ef_search", "exact_threshold"}
 
 
@@ -107,59 +106,6 @@ def _check_encoder(encoder: Any) -> int:
             f"encoder.model_hash must be a str, got {type(encoder.model_hash).__name__}"
         )
     return _check_int("encoder.dim", encoder.dim, 1)
-
-
-def _as_matrix(data: object, what: str) -> np.ndarray:
-    """``data`` as a new float32 C-contiguous ``(n, dim)`` array of finite values."""
-    try:
-        array = np.asarray(data)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"{what} must be a numeric array of shape (dim,) or (n, dim); numpy cannot read it "
-            f"as one ({exc})"
-        ) from None
-    if array.dtype.kind not in "fiu":
-        raise TypeError(
-            f"{what} must be numeric (float32-convertible), got an array of dtype {array.dtype}"
-        )
-    if array.ndim not in (1, 2):
-        raise ValueError(f"{what} must have shape (dim,) or (n, dim), got shape {array.shape}")
-    with np.errstate(over="ignore"):
-        matrix = np.array(array.reshape(1, -1) if array.ndim == 1 else array, np.float32, order="C")
-    bad = ~np.isfinite(matrix).all(axis=1)
-    if bad.any():
-        raise ValueError(
-            f"{what} row {np.flatnonzero(bad)[0]} holds NaN or infinite values (or values "
-            "beyond the float32 range); remove or fix that row"
-        )
-    return matrix
-
-
-def _normalise(matrix: np.ndarray, what: str) -> None:
-    """Scale every row of a float32 matrix to unit L2 norm, in place (norms in float64)."""
-    for lo in range(0, len(matrix), _NORM_CHUNK):
-        part = matrix[lo : lo + _NORM_CHUNK]
-        norms = np.sqrt(np.einsum("ij,ij->i", part, part, dtype=np.float64))
-        if not norms.all():
-            raise ValueError(
-                f"{what} row {lo + np.flatnonzero(norms == 0)[0]} is all zeros, so its cosine "
-                "similarity is undefined; remove that row, or use metric='ip'"
-            )
-        part /= norms[:, None]
-
-
-def _vector_ids(ids: Sequence[str] | None, count: int) -> list[str | None]:
-    """The ids given with ``count`` vectors, checked (None: positions)."""
-    if ids is None:
-        return [None] * count
-    if isinstance(ids, str) or not isinstance(ids, Sequence):
-        raise TypeError(f"ids must be a sequence of str, got {type(ids).__name__}")
-    if len(ids) != count:
-        raise ValueError(f"ids has {len(ids)} entries for {count} vectors; give one per vector")
-    for position, doc_id in enumerate(ids):
-        if not isinstance(doc_id, str):
-            raise TypeError(f"ids[{position}] is {type(doc_id).__name__}, expected str")
-    return list(ids)
 
 
 class DenseIndex:
@@ -332,19 +278,15 @@ class DenseIndex:
         params = _Params(metric, m, ef_construction, exact_threshold)
         ef_search = _check_int("ef_search", ef_search, 1)
         threads = check_threads(num_threads)
-        matrix = _as_matrix(vectors, "vectors")
-        if matrix.size == 0:
-            raise ValueError(
-                f"vectors has shape {matrix.shape}; give at least one vector of dimension >= 1"
-            )
+        matrix = _vectors.prepare(vectors, "vectors", metric)
+        if len(matrix) == 0:
+            raise ValueError(f"vectors have shape {matrix.shape}; give at least one vector")
         if encoder is not None and _check_encoder(encoder) != matrix.shape[1]:
             raise ValueError(
                 f"the encoder makes {encoder.dim}-dimensional vectors, these have "
                 f"{matrix.shape[1]} dimensions; pass the encoder that produced them"
             )
-        doc_ids = DocIds.from_list(_vector_ids(ids, len(matrix)))
-        if metric == "cosine":
-            _normalise(matrix, "vectors")
+        doc_ids = DocIds.from_list(_vectors.vector_ids(ids, len(matrix)))
         model_hash = encoder.model_hash if encoder is not None else None
         return cls._create(matrix, doc_ids, params, ef_search, encoder, model_hash, threads)
 
@@ -455,11 +397,7 @@ class DenseIndex:
                 _QUERY_BATCH,
                 self.metric,
             )
-        matrix = _as_matrix(queries, "query vectors")
-        self._check_dim(matrix, "query vectors")
-        if self.metric == "cosine":
-            _normalise(matrix, "query vectors")
-        return matrix
+        return _vectors.prepare(queries, "query vectors", self.metric, self.dim)
 
     def search(
         self,
@@ -527,7 +465,7 @@ class DenseIndex:
     def _vector_norm_bound(self) -> float:
         """An upper bound of the vectors' L2 norms (computed on first use)."""
         if self._max_norm is None:
-            self._max_norm = _max_norm(self.vectors)
+            self._max_norm = _vectors.max_norm(self.vectors)
         return self._max_norm
 
     # -- growth -------------------------------------------------------------------------------
@@ -569,8 +507,7 @@ class DenseIndex:
         """
         threads = check_threads(num_threads)
         if isinstance(documents, np.ndarray):
-            matrix = _as_matrix(documents, "vectors")
-            self._check_dim(matrix, "vectors")
+            matrix = _vectors.prepare(documents, "vectors", self.metric, self.dim)
             if ids is None and self._doc_ids.explicit:
                 raise ValueError(
                     "the indexed documents have ids; pass ids= with one str per new vector"
@@ -580,9 +517,7 @@ class DenseIndex:
                     "the indexed documents have no ids (their ids are positions); add vectors "
                     "without ids="
                 )
-            new_ids = _vector_ids(ids, len(matrix))
-            if self.metric == "cosine":
-                _normalise(matrix, "vectors")
+            new_ids = _vectors.vector_ids(ids, len(matrix))
         else:
             if ids is not None:
                 raise ValueError("ids= goes with vectors; documents carry their ids in '_id'")
@@ -602,7 +537,7 @@ class DenseIndex:
         buffer = self._buffer
         if not buffer.flags.writeable:  # memory-mapped and full: _grown copies it
             buffer = buffer[:start]
-        buffer = _grown(buffer, start, stop - start)
+        buffer = _vectors.grown(buffer, start, stop - start)
         buffer[start:stop] = matrix
         graph = self._graph
         try:
@@ -617,7 +552,7 @@ class DenseIndex:
             self._graph = None
             raise
         if self._max_norm is not None:
-            self._max_norm = max(self._max_norm, _max_norm(matrix))
+            self._max_norm = max(self._max_norm, _vectors.max_norm(matrix))
         self._buffer, self._doc_ids, self._graph = buffer, doc_ids, graph
 
     # -- helpers ------------------------------------------------------------------------------
@@ -630,13 +565,6 @@ class DenseIndex:
                 "vectors"
             )
         return self._encoder
-
-    def _check_dim(self, matrix: np.ndarray, what: str) -> None:
-        if matrix.shape[1] != self.dim:
-            raise ValueError(
-                f"{what} have dimension {matrix.shape[1]}, the index's vectors {self.dim}; "
-                "use vectors from the model that built the index"
-            )
 
     # -- persistence --------------------------------------------------------------------------
 
@@ -752,10 +680,7 @@ def _encode(
             f"encoder.encode returned shape {rows.shape} for {len(texts)} texts; expected "
             f"({len(texts)}, {dim}): check the encoder's dim"
         )
-    matrix = _as_matrix(rows, "encoder output")
-    if metric == "cosine":
-        _normalise(matrix, "encoder output")
-    return matrix
+    return _vectors.prepare(rows, "encoder output", metric)
 
 
 def _encode_corpus(
@@ -773,26 +698,11 @@ def _encode_corpus(
     with tqdm(total=total, unit="doc", desc="encoding", disable=not show_progress) as bar:
         for texts, batch_ids in iter_batches(corpus, batch_size):
             rows = _encode(encoder, texts, dim, batch_size, metric)
-            buffer = _grown(buffer, len(ids), len(rows))
+            buffer = _vectors.grown(buffer, len(ids), len(rows))
             buffer[len(ids) : len(ids) + len(rows)] = rows
             ids.extend(batch_ids)
             bar.update(len(texts))
     return buffer, ids
-
-
-def _grown(buffer: np.ndarray, used: int, extra: int) -> np.ndarray:
-    """``buffer``, or a copy of its first ``used`` rows with room for at least ``extra`` more."""
-    if used + extra <= len(buffer):
-        return buffer
-    grown = np.empty((max(used + extra, 2 * len(buffer)), buffer.shape[1]), dtype=buffer.dtype)
-    grown[:used] = buffer[:used]
-    return grown
-
-
-def _max_norm(vectors: np.ndarray) -> float:
-    """The largest row L2 norm, rounded up a little (float32 sums)."""
-    squares = np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64)
-    return float(np.sqrt(squares.max())) * (1 + 1e-6) if len(squares) else 0.0
 
 
 def _check_loaded_encoder(

@@ -536,9 +536,19 @@ def test_bad_ef_search_setting() -> None:
 @pytest.mark.parametrize(
     "vectors, kwargs, error, message",
     [
-        (np.empty((0, 8)), {}, ValueError, r"vectors has shape \(0, 8\); give at least one"),
-        (np.empty((3, 0)), {}, ValueError, r"vectors has shape \(3, 0\)"),
-        ([], {}, ValueError, r"vectors has shape \(1, 0\)"),
+        (
+            np.empty((0, 8)),
+            {},
+            ValueError,
+            r"vectors have shape \(0, 8\); give at least one vector",
+        ),
+        (
+            np.empty((3, 0)),
+            {},
+            ValueError,
+            r"vectors have shape \(3, 0\); give vectors of dimension >= 1",
+        ),
+        ([], {}, ValueError, r"vectors have shape \(1, 0\)"),
         (np.array([[1.0, np.nan]]), {}, ValueError, "vectors row 0 holds NaN"),
         (np.array([[1.0, 2.0], [0.0, 0.0]]), {}, ValueError, "vectors row 1 is all zeros"),
         (np.array([["x", "y"]]), {}, TypeError, "vectors must be numeric"),
