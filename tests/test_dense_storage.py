@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from dense_oracle import HashingEncoder, clustered
+from index_dirs import copy_index, edit_manifest, fix_checksums, rewrite
 
 from hybrid_engine import BM25Index, DenseIndex, IndexFormatError, __version__
 from hybrid_engine.dense import FORMAT, FORMAT_VERSION
@@ -35,11 +36,7 @@ def saved(tmp_path_factory) -> tuple[DenseIndex, Path]:
 @pytest.fixture
 def copy(saved, tmp_path) -> Path:
     """A fresh, writable copy of the saved index to corrupt."""
-    target = tmp_path / "copy"
-    target.mkdir()
-    for file in saved[1].iterdir():
-        (target / file.name).write_bytes(file.read_bytes())
-    return target
+    return copy_index(saved[1], tmp_path / "copy")
 
 
 def assert_same_results(a: DenseIndex, b: DenseIndex) -> None:
@@ -48,20 +45,6 @@ def assert_same_results(a: DenseIndex, b: DenseIndex) -> None:
             ra, rb = a.search(QUERIES, k, exact=exact), b.search(QUERIES, k, exact=exact)
             np.testing.assert_array_equal(ra.ids, rb.ids)
             np.testing.assert_array_equal(ra.scores, rb.scores)
-
-
-def fix_checksums(path: Path) -> None:
-    manifest = json.loads((path / "manifest.json").read_text())
-    for name, info in manifest["files"].items():
-        data = (path / name).read_bytes()
-        info.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
-    (path / "manifest.json").write_text(json.dumps(manifest))
-
-
-def edit_manifest(path: Path, **changes) -> None:
-    manifest = json.loads((path / "manifest.json").read_text())
-    manifest.update(changes)
-    (path / "manifest.json").write_text(json.dumps(manifest))
 
 
 def edit_params(path: Path, **changes) -> None:
@@ -277,8 +260,7 @@ def test_truncated_vectors_with_matching_manifest(copy) -> None:
 
 
 def test_pickled_array_is_never_loaded(copy) -> None:
-    np.save(copy / "vectors.npy", np.array([{"evil": 1}], dtype=object), allow_pickle=True)
-    fix_checksums(copy)
+    rewrite(copy, "vectors", np.array([{"evil": 1}], dtype=object))
     with pytest.raises(IndexFormatError, match="is not a readable numpy array"):
         DenseIndex.load(copy)
 
@@ -375,8 +357,7 @@ def test_more_vectors_than_the_manifest_counts(copy) -> None:
     ],
 )
 def test_bad_vectors_array(copy, array, message) -> None:
-    np.save(copy / "vectors.npy", array(np.load(copy / "vectors.npy")))
-    fix_checksums(copy)
+    rewrite(copy, "vectors", array(np.load(copy / "vectors.npy")))
     with pytest.raises(IndexFormatError, match=message):
         DenseIndex.load(copy)
 
@@ -396,8 +377,7 @@ def test_bad_vectors_array(copy, array, message) -> None:
 def test_doc_id_arrays_do_not_delimit(copy, name, corrupt) -> None:
     array = np.load(copy / f"{name}.npy")
     changed = corrupt(array)
-    np.save(copy / f"{name}.npy", array if changed is None else changed)
-    fix_checksums(copy)
+    rewrite(copy, name, array if changed is None else changed)
     with pytest.raises(IndexFormatError, match="doc_id_offsets does not delimit doc_id_bytes"):
         DenseIndex.load(copy)
 
