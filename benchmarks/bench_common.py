@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 SCALE_PARTS = ("gcide", "wordnet", "wikipedia_summaries_en")
 """The three real-text collections of ``scale/``, concatenated in this order (253,928 docs)."""
 
@@ -73,6 +75,33 @@ def bm25s_search(
         return retriever.retrieve(tokens, k=k, n_threads=1, show_progress=False)
 
     return run
+
+
+# -- dense vectors ----------------------------------------------------------------------------
+
+
+def clustered_vectors(
+    n: int, dim: int, seed: int, *, clusters: int = 512, latent_dim: int = 32
+) -> np.ndarray:
+    """``n`` unit-length float32 vectors of ``dim``, shaped roughly like sentence embeddings.
+
+    A fixed mixture (the same for every ``seed``, given ``dim``, ``clusters``, ``latent_dim``):
+    ``clusters`` Gaussian topics in a ``latent_dim``-dimensional space (points spread around
+    their centre with half the centres' scale), mapped into ``dim`` dimensions by a fixed random
+    linear map, plus a shared offset (embeddings crowd into a cone: mean cosine ~0.3) and
+    isotropic noise at a third of the signal's scale; then L2-normalised. ``seed`` draws the
+    points, so documents and queries come from the same mixture with different seeds.
+    """
+    model = np.random.default_rng(20240601)
+    centres = model.standard_normal((clusters, latent_dim))
+    basis = model.standard_normal((latent_dim, dim)) / np.sqrt(latent_dim)
+    offset = model.standard_normal(dim) * 0.8
+    rng = np.random.default_rng(seed)
+    topics = rng.integers(clusters, size=n)
+    latent = centres[topics] + 0.5 * rng.standard_normal((n, latent_dim))
+    x = latent @ basis + offset + 0.4 * rng.standard_normal((n, dim))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return x.astype(np.float32)
 
 
 # -- ratios ------------------------------------------------------------------------------------

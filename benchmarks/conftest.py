@@ -28,8 +28,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # The project config runs with --strict-markers: register the markers used here.
     config.addinivalue_line(
         "markers",
-        "scale: uses the 253,928-document scale corpus (slow to load and index; deselect with "
-        '-m "not scale")',
+        "scale: uses large data, the 253,928-document scale corpus or 200,000 synthetic "
+        'vectors (slow to load and index; deselect with -m "not scale")',
     )
 
 

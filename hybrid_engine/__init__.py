@@ -3,6 +3,7 @@
 from hybrid_engine._version import __version__
 from hybrid_engine.analysis import Analyzer, AnalyzerConfig
 from hybrid_engine.bm25 import BM25Index, BM25Params
+from hybrid_engine.dense import DenseIndex
 from hybrid_engine.errors import HybridEngineError, IndexFormatError
 from hybrid_engine.results import PAD_ID, SearchResult
 
@@ -12,6 +13,7 @@ __all__ = [
     "AnalyzerConfig",
     "BM25Index",
     "BM25Params",
+    "DenseIndex",
     "HybridEngineError",
     "IndexFormatError",
     "SearchResult",

@@ -19,7 +19,7 @@ from hybrid_engine.analysis import AnalyzerConfig
 from hybrid_engine.corpus import DocIds, Document, iter_batches
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.results import SearchResult
-from hybrid_engine.storage import read_index_dir, write_index_dir
+from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
 
 FORMAT = "hybrid_engine.bm25"
 FORMAT_VERSION = 1
@@ -456,8 +456,7 @@ def _check_arrays(path: str | os.PathLike[str], arrays: dict[str, np.ndarray], n
     ):
         if offsets not in arrays:
             continue
-        o = arrays[offsets]
-        if len(o) != count + 1 or o[0] != 0 or o[-1] != len(arrays[data]) or np.any(np.diff(o) < 0):
+        if not delimits(arrays[offsets], arrays[data], count):
             raise fail(f"{offsets} does not delimit {data}")
     if np.any(arrays["doc_lengths"] < 0) or np.any(arrays["doc_freqs"] < 1):
         raise fail("negative document lengths or empty posting lists")

@@ -98,6 +98,43 @@ class DocIds(Sequence[str]):
         data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
         return cls(len(ids), data, offsets)
 
+    def append(self, ids: Sequence[str | None]) -> DocIds:
+        """These ids followed by the ids of new documents, as a new ``DocIds``.
+
+        Raises
+        ------
+        ValueError
+            The new ids mix given and missing ``_id``s, repeat one (among themselves or from
+            these ids), or do not follow these ids' mode: every new document needs an ``_id``
+            when these have them, and none may have one when these ids are positions.
+        """
+        if not ids:
+            return self
+        new = DocIds.from_list(ids)
+        if new.explicit != self.explicit:
+            raise ValueError(
+                "the indexed documents have '_id's; give every new document an '_id' too"
+                if self.explicit
+                else "the indexed documents have no '_id' (their ids are positions); add "
+                "documents without '_id'"
+            )
+        if not self.explicit:
+            return DocIds(self._n + new._n)
+        existing = set(self)
+        duplicate = next((i for i in ids if i in existing), None)
+        if duplicate is not None:
+            raise ValueError(
+                f"duplicate document '_id' {duplicate!r}: the index already holds it; ids must "
+                "be unique"
+            )
+        mine, theirs = self.arrays(), new.arrays()
+        ends = mine["doc_id_offsets"][-1] + theirs["doc_id_offsets"][1:]
+        return DocIds(
+            self._n + new._n,
+            np.concatenate([mine["doc_id_bytes"], theirs["doc_id_bytes"]]),
+            np.concatenate([mine["doc_id_offsets"], ends]),
+        )
+
     @property
     def explicit(self) -> bool:
         """Whether the corpus gave ids (otherwise ids are positions)."""

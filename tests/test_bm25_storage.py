@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from index_dirs import copy_index, edit_manifest, fix_checksums, rewrite
 
 from hybrid_engine import BM25Index, IndexFormatError, __version__, storage
 from hybrid_engine.bm25 import FORMAT, FORMAT_VERSION
@@ -36,11 +37,7 @@ def saved(tmp_path_factory) -> tuple[BM25Index, Path]:
 @pytest.fixture
 def copy(saved, tmp_path) -> Path:
     """A fresh, writable copy of the saved index to corrupt."""
-    target = tmp_path / "copy"
-    target.mkdir()
-    for file in saved[1].iterdir():
-        (target / file.name).write_bytes(file.read_bytes())
-    return target
+    return copy_index(saved[1], tmp_path / "copy")
 
 
 def assert_same_results(a: BM25Index, b: BM25Index) -> None:
@@ -48,27 +45,6 @@ def assert_same_results(a: BM25Index, b: BM25Index) -> None:
         ra, rb = a.search(QUERIES, k), b.search(QUERIES, k)
         np.testing.assert_array_equal(ra.ids, rb.ids)
         np.testing.assert_array_equal(ra.scores, rb.scores)
-
-
-def rewrite(path: Path, name: str, array: np.ndarray, *, fix_manifest: bool = True) -> None:
-    """Replace ``name.npy`` and (by default) make the manifest's size and sha256 agree."""
-    np.save(path / f"{name}.npy", array, allow_pickle=True)
-    if fix_manifest:
-        fix_checksums(path)
-
-
-def fix_checksums(path: Path) -> None:
-    manifest = json.loads((path / "manifest.json").read_text())
-    for name, info in manifest["files"].items():
-        data = (path / name).read_bytes()
-        info.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
-    (path / "manifest.json").write_text(json.dumps(manifest))
-
-
-def edit_manifest(path: Path, **changes) -> None:
-    manifest = json.loads((path / "manifest.json").read_text())
-    manifest.update(changes)
-    (path / "manifest.json").write_text(json.dumps(manifest))
 
 
 # --- roundtrip ---------------------------------------------------------------------------------

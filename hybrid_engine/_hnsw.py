@@ -1,0 +1,95 @@
+"""The HNSW graph of a dense index: an hnswlib ``Index`` over inner products, labelled by
+position, and its file, checked before hnswlib reads it."""
+
+from __future__ import annotations
+
+import math
+import struct
+from pathlib import Path
+
+import hnswlib
+import numpy as np
+
+from hybrid_engine import _dense_kernels as kernels
+from hybrid_engine.errors import IndexFormatError
+
+# hnswlib 0.8 ``HierarchicalNSW::saveIndex`` header: offsetLevel0, max_elements,
+# cur_element_count, size_data_per_element, label_offset, offsetData (size_t), maxlevel (int),
+# enterpoint_node (uint32), maxM, maxM0, M (size_t), mult (double), ef_construction (size_t).
+_HEADER = struct.Struct("<6QiI3QdQ")
+
+
+def build(vectors: np.ndarray, m: int, ef_construction: int, num_threads: int) -> hnswlib.Index:
+    """A graph over ``vectors`` (float32, ``(n, dim)``), labelled ``0..n-1``.
+
+    hnswlib inserts with ``num_threads`` threads; with more than one the graph (not its
+    validity) depends on thread timing.
+    """
+    graph = hnswlib.Index(space="ip", dim=vectors.shape[1])
+    graph.init_index(max_elements=len(vectors), M=m, ef_construction=ef_construction)
+    graph.add_items(vectors, np.arange(len(vectors)), num_threads=num_threads)
+    return graph
+
+
+def extend(graph: hnswlib.Index, vectors: np.ndarray, num_threads: int) -> None:
+    """Insert ``vectors`` with the next labels, growing the capacity geometrically."""
+    start = graph.element_count
+    needed = start + len(vectors)
+    if needed > graph.max_elements:
+        graph.resize_index(max(needed, 2 * graph.max_elements))
+    graph.add_items(vectors, np.arange(start, needed), num_threads=num_threads)
+
+
+def load(file: Path, n: int, dim: int, m: int, ef_construction: int) -> hnswlib.Index:
+    """Read a graph saved by ``hnswlib.Index.save_index`` for ``n`` vectors of ``dim``.
+
+    The header must match the index's parameters and every link and label must be in range
+    (``_dense_kernels.check_hnsw_body``) before hnswlib sees the file.
+
+    Raises
+    ------
+    IndexFormatError
+        The file does not hold such a graph.
+    """
+
+    def fail(what: str) -> IndexFormatError:
+        return IndexFormatError(f"{file}: {what}; the index is corrupt, rebuild it")
+
+    size = file.stat().st_size
+    if size <= _HEADER.size or (size - _HEADER.size) % 4:
+        raise fail(f"a graph file of {size} bytes cannot hold an hnswlib graph")
+    with open(file, "rb") as f:
+        header = _HEADER.unpack(f.read(_HEADER.size))
+    offset0, capacity, count, record, label_at, data_at, max_level, entry = header[:8]
+    max_m, max_m0, got_m, mult, got_ef_construction = header[8:]
+    links0 = 4 + 4 * 2 * m
+    if count != n:
+        raise fail(f"the graph holds {count} vectors, the index {n}")
+    expected = (0, links0 + 4 * dim + 8, links0 + 4 * dim, links0, m, 2 * m, m, ef_construction)
+    found = (offset0, record, label_at, data_at, max_m, max_m0, got_m, got_ef_construction)
+    if found != expected or capacity < count or not 0 <= max_level < 64:
+        raise fail(
+            f"its header {header} does not describe a graph of {dim}-dimensional vectors with "
+            f"M={m}, ef_construction={ef_construction}"
+        )
+    if not math.isclose(mult, 1 / math.log(m), rel_tol=1e-12):
+        raise fail(f"its level multiplier {mult} is not 1/ln(M) for M={m}")
+    words = np.memmap(file, dtype=np.uint32, mode="r", offset=_HEADER.size)
+    bad = kernels.check_hnsw_body(
+        words, n, record // 4, max_m0, max_m, max_level, entry, label_at // 4
+    )
+    del words
+    if bad >= 0:
+        raise fail(
+            f"the links or label of element {bad} are malformed"
+            if bad < n
+            else "its size, levels or entry point are inconsistent"
+        )
+    graph = hnswlib.Index(space="ip", dim=dim)
+    try:
+        graph.load_index(str(file), max_elements=n)
+    except RuntimeError as exc:  # hnswlib's own checks, should ours ever miss something
+        raise fail(f"hnswlib cannot read it ({exc})") from None
+    if graph.element_count != n:
+        raise fail(f"hnswlib read {graph.element_count} vectors, the index has {n}")
+    return graph

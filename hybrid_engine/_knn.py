@@ -1,0 +1,97 @@
+"""Exact inner-product top-k: float32 inner products find candidates, exact scores rank them.
+
+The exact score of a vector for a query is ``_dense_kernels.rescore``'s: the float32 dot product
+accumulated in float64, rounded to float32. Hits are ranked by descending exact score, then
+ascending position; the HNSW path ranks its candidates by the same rule (``top_k``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hybrid_engine import _dense_kernels as kernels
+
+_SCORES_PER_CHUNK = 1 << 24
+"""float32 approximate scores held at once by ``exact_search`` (64 MiB): larger query batches
+go through in chunks."""
+_BLAS_MIN_QUERIES = 16
+"""From this many queries a chunk's approximate scores come from a BLAS matrix product (with
+the BLAS library's threads); fewer go through ``_dense_kernels.approx_scores`` on the calling
+thread, which is as fast there and never wakes (or oversubscribes) BLAS threads for one query."""
+
+
+def top_k(
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    candidates: np.ndarray,
+    ids_out: np.ndarray,
+    scores_out: np.ndarray,
+) -> None:
+    """Rank each query's candidates by exact score, then position; write the best into the outs.
+
+    Parameters
+    ----------
+    vectors : numpy.ndarray
+        float32, ``(n, dim)``.
+    queries : numpy.ndarray
+        float32, ``(n_queries, dim)``.
+    candidates : numpy.ndarray
+        int64, ``(n_queries, c)``: distinct rows of ``vectors`` per query, -1 for none.
+    ids_out, scores_out : numpy.ndarray
+        int64 and float32, ``(n_queries, k)``, already holding the padding (-1, -inf): the first
+        ``min(k, c)`` columns are overwritten.
+    """
+    scores = np.empty(candidates.shape, dtype=np.float32)
+    kernels.rescore(vectors, queries, candidates, scores)
+    # -1 candidates score -inf, so they sort last and stay padding.
+    order = np.lexsort((candidates, -scores), axis=1)[:, : ids_out.shape[1]]
+    ids_out[:, : order.shape[1]] = np.take_along_axis(candidates, order, axis=1)
+    scores_out[:, : order.shape[1]] = np.take_along_axis(scores, order, axis=1)
+
+
+def _candidates(vectors: np.ndarray, queries: np.ndarray, k: int, max_norm: float) -> np.ndarray:
+    """Rows that may rank in the exact top ``k`` (``k <= n``) of each query, -1 padded.
+
+    A float32 dot product of ``dim`` terms is off by at most ``e = dim * 2**-24 * |q| * |x|``
+    (times 1.01), whatever the order of its sums (BLAS or ``approx_scores``). So the k-th
+    largest approximate score is within ``e`` plus half a float32 ulp of the k-th largest exact
+    score, and every row whose exact score can reach or tie that one scores, approximately, at
+    least the approximate k-th score minus twice that: those rows are the candidates.
+    """
+    n, dim = vectors.shape
+    if k == n:
+        return np.tile(np.arange(n, dtype=np.int64), (len(queries), 1))
+    if len(queries) >= _BLAS_MIN_QUERIES:
+        approx = queries @ vectors.T
+    else:
+        approx = np.empty((len(queries), n), dtype=np.float32)
+        kernels.approx_scores(vectors, queries, approx)
+    kth = np.partition(approx, n - k, axis=1)[:, n - k].astype(np.float64)
+    query_norms = np.sqrt(np.einsum("ij,ij->i", queries, queries, dtype=np.float64))
+    error = 1.01 * dim * 2.0**-24 * query_norms * max_norm + dim * 2.0**-125
+    slack = 2 * (error + 2.0**-24 * (np.abs(kth) + error))
+    rows, cols = np.nonzero(approx >= (kth - slack)[:, None])
+    counts = np.bincount(rows, minlength=len(queries))
+    out = np.full((len(queries), counts.max()), -1, dtype=np.int64)
+    out[rows, np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]] = cols
+    return out
+
+
+def exact_search(
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    ids_out: np.ndarray,
+    scores_out: np.ndarray,
+    max_norm: float,
+) -> None:
+    """Exact top-k of every query over all ``vectors``, written into the outs (see ``top_k``).
+
+    ``max_norm`` bounds the Euclidean norm of every row of ``vectors`` (see ``_candidates``).
+    """
+    n = len(vectors)
+    k = min(ids_out.shape[1], n)
+    step = max(1, _SCORES_PER_CHUNK // n)
+    for lo in range(0, len(queries), step):
+        part = slice(lo, lo + step)
+        candidates = _candidates(vectors, queries[part], k, max_norm)
+        top_k(vectors, queries[part], candidates, ids_out[part], scores_out[part])

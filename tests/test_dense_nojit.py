@@ -1,0 +1,89 @@
+"""The dense numba kernels (exact re-scoring, the graph-file check) run as plain Python
+(NUMBA_DISABLE_JIT=1) in a subprocess: the results equal the oracle and the compiled run's, and
+the graph check accepts a sound graph and refuses a broken one."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from dense_oracle import knn
+
+from hybrid_engine import DenseIndex
+
+TESTS = Path(__file__).resolve().parent
+
+SCRIPT = r"""
+import sys
+from pathlib import Path
+import numba
+import numpy as np
+from numba.core import config
+assert config.DISABLE_JIT, "NUMBA_DISABLE_JIT did not take effect"
+from dense_oracle import knn
+from test_dense_nojit import QUERIES, VECTORS, build
+from hybrid_engine import DenseIndex, IndexFormatError, _dense_kernels
+assert not isinstance(_dense_kernels.rescore, numba.core.registry.CPUDispatcher)
+out = {}
+for name, index in build().items():
+    path = Path(sys.argv[2]) / name
+    index.save(path)
+    loaded = DenseIndex.load(path)
+    exact = loaded.search(QUERIES, 7, exact=True)
+    ids, scores = knn(VECTORS, QUERIES, 7, loaded.metric)
+    np.testing.assert_array_equal(exact.ids, ids)
+    np.testing.assert_array_equal(exact.scores, scores)
+    out[f"{name}_ids"], out[f"{name}_scores"] = loaded.search(QUERIES, 7).ids, exact.scores
+graph = Path(sys.argv[2]) / "graph" / "graph.hnsw"
+data = bytearray(graph.read_bytes())
+data[-4:] = (10**6).to_bytes(4, "little")  # the last upper-level link
+graph.write_bytes(bytes(data))
+import json, hashlib
+manifest = json.loads((graph.parent / "manifest.json").read_text())
+manifest["files"]["graph.hnsw"]["sha256"] = hashlib.sha256(bytes(data)).hexdigest()
+(graph.parent / "manifest.json").write_text(json.dumps(manifest))
+try:
+    DenseIndex.load(graph.parent)
+except IndexFormatError as exc:
+    assert "malformed" in str(exc), exc
+else:
+    raise AssertionError("a broken graph was loaded")
+np.savez(sys.argv[1], **out)
+"""
+
+_rng = np.random.default_rng(7)
+VECTORS = _rng.standard_normal((150, 12)).astype(np.float32)
+QUERIES = _rng.standard_normal((9, 12)).astype(np.float32)
+
+
+def build() -> dict[str, DenseIndex]:
+    return {
+        "exact": DenseIndex.from_vectors(VECTORS, metric="ip"),
+        "graph": DenseIndex.from_vectors(VECTORS, exact_threshold=10, num_threads=1),
+    }
+
+
+def test_kernels_without_jit_equal_oracle_and_jit(tmp_path) -> None:
+    out = tmp_path / "nojit.npz"
+    env = {
+        **os.environ,
+        "NUMBA_DISABLE_JIT": "1",
+        "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)]),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(out), str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    nojit = np.load(out)
+    for name, index in build().items():
+        exact = index.search(QUERIES, 7, exact=True)
+        np.testing.assert_array_equal(exact.scores, knn(VECTORS, QUERIES, 7, index.metric)[1])
+        np.testing.assert_array_equal(nojit[f"{name}_scores"], exact.scores)
+        np.testing.assert_array_equal(nojit[f"{name}_ids"], index.search(QUERIES, 7).ids)
