@@ -4,7 +4,10 @@ from hybrid_engine._version import __version__
 from hybrid_engine.analysis import Analyzer, AnalyzerConfig
 from hybrid_engine.bm25 import BM25Index, BM25Params
 from hybrid_engine.dense import DenseIndex
+from hybrid_engine.embedding_cache import EmbeddingCache
+from hybrid_engine.encoder import Encoder
 from hybrid_engine.errors import HybridEngineError, IndexFormatError
+from hybrid_engine.model_store import ModelNotFoundError
 from hybrid_engine.results import PAD_ID, SearchResult
 
 __all__ = [
@@ -14,8 +17,11 @@ __all__ = [
     "BM25Index",
     "BM25Params",
     "DenseIndex",
+    "EmbeddingCache",
+    "Encoder",
     "HybridEngineError",
     "IndexFormatError",
+    "ModelNotFoundError",
     "SearchResult",
     "__version__",
 ]

@@ -259,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", default=None, help="model folder (default: the default)")
     p.set_defaults(func=_cmd_models_info)
 
-    p = sub.add_parser("demo", help="index scifact with BM25 and dense, show hits and the evaluation table")
+    p = sub.add_parser("demo", help="BM25 and dense on scifact: top hits and the evaluation table")
     p.add_argument(
         "dataset",
         nargs="?",

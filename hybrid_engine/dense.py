@@ -10,11 +10,11 @@ from typing import Any, Protocol
 
 import hnswlib
 import numpy as np
-from tqdm.auto import tqdm
 
 from hybrid_engine import _hnsw, _knn, _vectors
 from hybrid_engine._threads import check_threads
 from hybrid_engine.corpus import DocIds, Document, iter_batches
+from hybrid_engine.embedding_cache import EmbeddingCache
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.results import SearchResult
 from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
@@ -40,6 +40,8 @@ without topics, harder than text embeddings, needs 256. A query then takes about
 milliseconds to encode it. To confirm on real MiniLM embeddings of >= 100k documents with
 ``scripts/bench_dense_recall.py`` (``--k`` for other cut-offs, e.g. 100 candidates for fusion).
 """
+ENCODE_CHUNK = 16_384
+"""Documents handed to the encoder per call when indexing texts."""
 _QUERY_BATCH = 32  # encoder batch size for query texts (the TextEncoder default)
 _PARAM_NAMES = {"metric", "dim", "m", "ef_construction", "ef_search", "exact_threshold"}
 
@@ -190,6 +192,7 @@ class DenseIndex:
         batch_size: int = 64,
         num_threads: int | None = None,
         show_progress: bool = False,
+        embedding_cache: EmbeddingCache | None = None,
     ) -> DenseIndex:
         """Encode and index a corpus.
 
@@ -211,12 +214,15 @@ class DenseIndex:
         exact_threshold : int
             Up to this many vectors no graph is built and searches are exact.
         batch_size : int
-            Documents per ``encoder.encode`` call.
+            The encoder's batch size.
         num_threads : int, optional
             Threads inserting into the graph; all cores when None. With more than one, the
             graph depends on thread timing (results stay exactly scored).
         show_progress : bool
             Show a progress bar (tqdm) on stderr.
+        embedding_cache : EmbeddingCache, optional
+            Look each text up there first and encode only the ones missing (then cached), so
+            an unchanged corpus is never encoded twice.
 
         Raises
         ------
@@ -232,7 +238,9 @@ class DenseIndex:
         batch_size = _check_int("batch_size", batch_size, 1)
         threads = check_threads(num_threads)
         dim = _check_encoder(encoder)
-        buffer, ids = _encode_corpus(encoder, corpus, dim, batch_size, metric, show_progress)
+        buffer, ids = _encode_corpus(
+            encoder, corpus, dim, batch_size, metric, show_progress, embedding_cache
+        )
         if not ids:
             raise ValueError("the corpus is empty; give at least one document")
         doc_ids = DocIds.from_list(ids)
@@ -478,6 +486,7 @@ class DenseIndex:
         batch_size: int = 64,
         num_threads: int | None = None,
         show_progress: bool = False,
+        embedding_cache: EmbeddingCache | None = None,
     ) -> None:
         """Append documents (texts, encoded with the index's encoder) or vectors.
 
@@ -492,7 +501,7 @@ class DenseIndex:
         ids : sequence of str, optional
             With vectors only: their ids, required when the index has ids, refused when its
             ids are positions. Documents carry theirs in ``"_id"`` under the same rule.
-        batch_size, num_threads, show_progress
+        batch_size, num_threads, show_progress, embedding_cache
             As in ``build``.
 
         Raises
@@ -524,7 +533,13 @@ class DenseIndex:
             encoder = self._require_encoder("add texts")
             batch_size = _check_int("batch_size", batch_size, 1)
             buffer, new_ids = _encode_corpus(
-                encoder, documents, self.dim, batch_size, self.metric, show_progress
+                encoder,
+                documents,
+                self.dim,
+                batch_size,
+                self.metric,
+                show_progress,
+                embedding_cache,
             )
             matrix = buffer[: len(new_ids)]
         self._append(matrix, self._doc_ids.append(new_ids), threads)
@@ -665,10 +680,20 @@ class DenseIndex:
 
 
 def _encode(
-    encoder: TextEncoder, texts: list[str], dim: int, batch_size: int, metric: str
+    encoder: TextEncoder,
+    texts: list[str],
+    dim: int,
+    batch_size: int,
+    metric: str,
+    cache: EmbeddingCache | None = None,
+    show_progress: bool = False,
 ) -> np.ndarray:
-    """``encoder.encode(texts)``, checked and prepared like vectors given directly."""
-    rows = encoder.encode(texts, batch_size=batch_size, show_progress=False)
+    """``encoder.encode(texts)`` (through ``cache`` if given), checked and prepared like
+    vectors given directly."""
+    if cache is not None:
+        rows = cache.encode(encoder, texts, batch_size=batch_size, show_progress=show_progress)
+    else:
+        rows = encoder.encode(texts, batch_size=batch_size, show_progress=show_progress)
     if not isinstance(rows, np.ndarray) or rows.dtype != np.float32:
         got = f"dtype {rows.dtype}" if isinstance(rows, np.ndarray) else type(rows).__name__
         raise TypeError(
@@ -690,18 +715,20 @@ def _encode_corpus(
     batch_size: int,
     metric: str,
     show_progress: bool,
+    cache: EmbeddingCache | None = None,
 ) -> tuple[np.ndarray, list[str | None]]:
-    """The prepared vectors of a corpus, in the first rows of a buffer, and the ``_id``s."""
+    """The prepared vectors of a corpus, in the first rows of a buffer, and the ``_id``s.
+
+    Documents go to the encoder ``ENCODE_CHUNK`` at a time, so it can sort many texts by
+    length and pad little; ``batch_size`` is its batch size within a chunk.
+    """
     buffer = np.empty((0, dim), dtype=np.float32)
     ids: list[str | None] = []
-    total = len(corpus) if isinstance(corpus, Sequence) else None
-    with tqdm(total=total, unit="doc", desc="encoding", disable=not show_progress) as bar:
-        for texts, batch_ids in iter_batches(corpus, batch_size):
-            rows = _encode(encoder, texts, dim, batch_size, metric)
-            buffer = _vectors.grown(buffer, len(ids), len(rows))
-            buffer[len(ids) : len(ids) + len(rows)] = rows
-            ids.extend(batch_ids)
-            bar.update(len(texts))
+    for texts, batch_ids in iter_batches(corpus, ENCODE_CHUNK):
+        rows = _encode(encoder, texts, dim, batch_size, metric, cache, show_progress)
+        buffer = _vectors.grown(buffer, len(ids), len(rows))
+        buffer[len(ids) : len(ids) + len(rows)] = rows
+        ids.extend(batch_ids)
     return buffer, ids
 
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bench_common import load_scale_texts, read_jsonl  # noqa: E402
+from bench_common import load_scale_texts, read_jsonl
 
-from hybrid_engine.embedding_cache import EmbeddingCache  # noqa: E402
-from hybrid_engine.encoder import Encoder  # noqa: E402
+from hybrid_engine.embedding_cache import EmbeddingCache
+from hybrid_engine.encoder import Encoder
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -319,7 +319,7 @@ DOCS = [
 def test_build_from_texts() -> None:
     encoder = HashingEncoder()
     index = DenseIndex.build(iter(DOCS), encoder=encoder, batch_size=3)
-    assert encoder.calls == [(3, 3), (1, 3)]
+    assert encoder.calls == [(4, 3)]  # the whole chunk at once, the encoder's batch size 3
     assert index.doc_ids[:] == ["cats", "dogs", "fish", "birds"]
     assert index.encoder is encoder and index.encoder_model_hash == encoder.model_hash
     texts = [f"{d['title']} {d['text']}" if "title" in d else d["text"] for d in DOCS]
