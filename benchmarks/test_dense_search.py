@@ -86,3 +86,53 @@ def test_single_query_200k(benchmark, side, queries):
 @pytest.mark.parametrize("side", SIDES)
 def test_batch_200k(benchmark, side, queries):
     _batch(benchmark, side, 200_000, queries)
+
+
+# -- real embeddings: all-MiniLM-L6-v2 over 100,000 scale documents ----------------------------
+
+REAL_DOCS = 100_000
+
+
+@pytest.fixture(scope="module")
+def real_embeddings(shared_data: Any, msmarco_queries: list[str]) -> tuple[Any, np.ndarray]:
+    """(HNSW index over 100k real document embeddings, 1,000 MS MARCO query embeddings).
+
+    The slice is every 2nd scale document (gcide, wordnet, Wikipedia summaries), as in
+    ``scripts/embed_scale.py``; embeddings come from the embedding cache, so run that script
+    once first (encoding 100k documents takes about half an hour on 2 cores).
+    """
+    from bench_common import load_scale_texts
+
+    from hybrid_engine import DenseIndex, EmbeddingCache, Encoder, ModelNotFoundError
+
+    try:
+        encoder = Encoder.load()
+    except ModelNotFoundError as exc:
+        pytest.skip(str(exc))
+    cache = EmbeddingCache()
+    docs = cache.encode(encoder, load_scale_texts(shared_data)[::2][:REAL_DOCS])
+    queries = cache.encode(encoder, msmarco_queries[:1000])
+    return DenseIndex.from_vectors(docs, exact_threshold=0), queries
+
+
+@pytest.mark.scale
+@pytest.mark.parametrize("side", SIDES)
+def test_single_query_real_100k(benchmark, side, real_embeddings):
+    index, queries = real_embeddings
+    exact = side == "exact"
+    group = f"dense-real-{REAL_DOCS // 1000}k-1q-k{K}"
+    benchmark.group = group
+    if side == "hnsw":
+        found = index.search(queries, K).ids
+        truth = index.search(queries, K, exact=True).ids
+        recall = np.mean([len(set(f) & set(t)) / K for f, t in zip(found, truth)])
+        benchmark.extra_info["recall_at_10"] = float(recall)
+        print(f"\nHNSW recall@{K} vs exact, {len(queries)} queries: {recall:.4f}")
+
+    def run() -> None:
+        for query in queries[:200]:
+            index.search(query, K, exact=exact, num_threads=1)
+
+    benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
+    benchmark.extra_info["queries_per_call"] = 200
+    record_ratio(benchmark, group, side, reference="hnsw")

@@ -16,7 +16,7 @@ from hybrid_engine.dense import DenseIndex
 from hybrid_engine.embedding_cache import EmbeddingCache
 from hybrid_engine.encoder import Encoder
 from hybrid_engine.errors import HybridEngineError
-from hybrid_engine.evaluation import DatasetError, load_beir, load_corpus
+from hybrid_engine.evaluation import Dataset, DatasetError, load_beir, load_corpus
 from hybrid_engine.evaluation.runner import (
     RETRIEVERS,
     evaluate_retriever,
@@ -142,19 +142,31 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo_leg(
+    name: str,
+    index: BM25Index | DenseIndex,
+    dataset: Dataset,
+    titles: dict[str, str],
+    rows: dict[str, dict[str, float]],
+) -> None:
+    """Print one retriever's top hits of the demo queries and add its row to the table."""
+    print(f"\n== {name} ==")
+    _print_hits(index, DEMO_QUERIES, 5, as_json=False, titles=titles)
+    metrics, queries_per_s = score_searcher(dataset, index.search, index.doc_ids)
+    rows[name] = {**metrics, "queries_per_s": queries_per_s}
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     dataset = load_beir(args.dataset, "test")
     titles = {doc["_id"]: doc["title"] for doc in dataset.corpus}
+    rows: dict[str, dict[str, float]] = {}
     start = time.perf_counter()
     index = BM25Index.build(dataset.corpus, show_progress=not args.quiet)
     print(
         f"indexed {index.num_documents} documents of {dataset.name} in "
         f"{time.perf_counter() - start:.2f}s ({index!r})"
     )
-    print("\n== BM25 ==")
-    _print_hits(index, DEMO_QUERIES, 5, as_json=False, titles=titles)
-    metrics, queries_per_s = score_searcher(dataset, index.search, index.doc_ids)
-    rows = {"bm25": {**metrics, "queries_per_s": queries_per_s}}
+    _demo_leg("bm25", index, dataset, titles, rows)
     try:
         encoder = Encoder.load()
     except ModelNotFoundError as exc:
@@ -171,10 +183,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             f"\nembedded {dense.num_documents} documents with {encoder!r} in "
             f"{time.perf_counter() - start:.2f}s (cached for the next run)"
         )
-        print("\n== dense ==")
-        _print_hits(dense, DEMO_QUERIES, 5, as_json=False, titles=titles)
-        metrics, queries_per_s = score_searcher(dataset, dense.search, dense.doc_ids)
-        rows["dense"] = {**metrics, "queries_per_s": queries_per_s}
+        _demo_leg("dense", dense, dataset, titles, rows)
     print(
         f"\n{dataset.name} test ({len(dataset.queries)} queries, {len(dataset.corpus)} documents)"
     )

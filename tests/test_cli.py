@@ -65,7 +65,7 @@ def test_demo_prints_hits_and_table(shared_data: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert "query: Vitamin D deficiency" in out
     assert "bm25" in out and "ndcg@10" in out
-    assert "== dense ==" in out
+    assert "== bm25 ==" in out and "== dense ==" in out
 
 
 def test_eval_bm25_and_dense_together(shared_data: Path, tmp_path: Path, model_path) -> None:
