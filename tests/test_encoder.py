@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -159,3 +161,22 @@ def test_int8_stays_close(model_path: Path, encoder: Encoder, shared_data: Path)
     cosine = (fp32 * int8).sum(axis=1)
     assert cosine.mean() > 0.98
     assert cosine.min() > 0.95
+
+
+def test_runtime_needs_no_torch_and_no_network(model_path: Path) -> None:
+    """Encoding imports neither torch nor transformers/huggingface_hub, with sockets disabled."""
+    script = f"""
+import socket, sys
+def refuse(*args, **kwargs):
+    raise OSError("network access attempted")
+socket.socket.connect = refuse
+socket.create_connection = refuse
+from hybrid_engine import DenseIndex, Encoder
+encoder = Encoder.load({str(model_path)!r})
+index = DenseIndex.build(["a cat sat on the mat", "dogs bark"], encoder=encoder)
+assert index.search("kitten", 1).ids[0, 0] == 0
+heavy = ("torch", "transformers", "huggingface_hub", "optimum")
+loaded = sorted(m for m in heavy if m in sys.modules)
+assert not loaded, loaded
+"""
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)

@@ -44,4 +44,5 @@ def test_fp32_matches_sentence_transformers(encoder: Encoder, reference, shared_
     expected = reference.encode(texts, batch_size=32, normalize_embeddings=True)
     ours = encoder.encode(texts, batch_size=32)
     cosine = (ours * expected).sum(axis=1) / np.linalg.norm(expected, axis=1)
+    print(f"\nONNX fp32 vs sentence-transformers on {len(texts)} texts: cos {cosine.min():.7f}")
     assert cosine.min() >= 0.9999, f"least cosine {cosine.min():.6f} at text {cosine.argmin()}"
