@@ -77,7 +77,9 @@ class EmbeddingCache:
         """The cache folder."""
         return self._root
 
-    def _load(self, model_hash: str, dim: int) -> tuple[dict[bytes, tuple[int, int]], list]:
+    def _load(
+        self, model_hash: str, dim: int
+    ) -> tuple[dict[bytes, tuple[int, int]], list[np.ndarray]]:
         folder = self._root / model_hash
         lookup: dict[bytes, tuple[int, int]] = {}
         shards: list[np.ndarray] = []

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -97,14 +98,17 @@ def _export_fused(source: Path, work: Path, settings: dict[str, Any]) -> tuple[P
     exporters = _require("optimum.exporters.onnx")
     optimizer = _require("onnxruntime.transformers.optimizer")
     exported = work / "export"
-    exporters.main_export(
-        str(source),
-        output=exported,
-        task="feature-extraction",
-        library_name="transformers",
-        device="cpu",
-        do_validation=False,
-    )
+    with warnings.catch_warnings():
+        # The tracer's and transformers' deprecation notes concern their internals, not us.
+        warnings.simplefilter("ignore")
+        exporters.main_export(
+            str(source),
+            output=exported,
+            task="feature-extraction",
+            library_name="transformers",
+            device="cpu",
+            do_validation=False,
+        )
     model = optimizer.optimize_model(
         str(exported / "model.onnx"),
         model_type="bert",
