@@ -40,7 +40,7 @@ def _normalised(hits: Row, method: str, rrf_k: int) -> tuple[dict[int, float], f
         else:  # min-max: minmax, combsum, combmnz
             low, high = min(scores), max(scores)
             values[doc] = (s - low) / (high - low) if high > low else 0.5
-    return values, min(values.values())
+    return values, 0.0 if method == "dbsf" else min(values.values())
 
 
 def oracle(
@@ -154,14 +154,21 @@ def test_zscore_and_dbsf_by_hand() -> None:
     np.testing.assert_allclose(dbsf.scores, [[4 / 6, 3 / 6, 2 / 6]], rtol=1e-6)
 
 
-def test_dbsf_missing_document_gets_the_list_minimum() -> None:
-    one = result_of([[(4, 3.0), (8, 2.0), (6, 1.0)]], 3)
-    other = result_of([[(9, 1.0)]], 1)  # one hit: 0.5, and 0.5 for those it lacks
+def test_dbsf_missing_document_adds_nothing_as_in_qdrant() -> None:
+    one = result_of([[(4, 3.0), (8, 2.0), (6, 1.0)]], 3)  # 4/6, 3/6, 2/6
+    other = result_of([[(9, 1.0)]], 1)  # one hit: 0.5
     fused = fuse([one, other], 4, method="dbsf")
-    assert fused.ids.tolist() == [[4, 8, 6, 9]]
-    np.testing.assert_allclose(
-        fused.scores, [[(4 / 6 + 0.5) / 2, (3 / 6 + 0.5) / 2, (2 / 6 + 0.5) / 2, (2 / 6 + 0.5) / 2]]
-    )
+    assert fused.ids.tolist() == [[4, 8, 9, 6]]  # 8 and 9 tie at 0.25: ascending position
+    np.testing.assert_allclose(fused.scores, [[4 / 12, 0.25, 0.25, 2 / 12]], rtol=1e-6)
+
+
+def test_minmax_missing_document_gets_the_list_minimum() -> None:
+    one = result_of([[(4, 3.0), (8, 2.0)]], 2)
+    other = result_of([[(9, 7.0), (8, 5.0)]], 2)
+    fused = fuse([one, other], 3, method="minmax")
+    # 4: (1 + 0) / 2 (missing from other: its minimum, 0); 9: (0 + 1) / 2; 8: (0 + 0) / 2
+    assert fused.ids.tolist() == [[4, 9, 8]]
+    assert fused.scores.tolist() == [[0.5, 0.5, 0.0]]
 
 
 @pytest.mark.parametrize("method", METHODS)
