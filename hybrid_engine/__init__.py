@@ -7,6 +7,7 @@ from hybrid_engine.dense import DenseIndex
 from hybrid_engine.embedding_cache import EmbeddingCache
 from hybrid_engine.encoder import Encoder
 from hybrid_engine.errors import HybridEngineError, IndexFormatError
+from hybrid_engine.fusion import fuse
 from hybrid_engine.model_store import ModelNotFoundError
 from hybrid_engine.results import PAD_ID, SearchResult
 
@@ -24,4 +25,5 @@ __all__ = [
     "ModelNotFoundError",
     "SearchResult",
     "__version__",
+    "fuse",
 ]

@@ -244,7 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--retriever",
         default="bm25",
-        help=f"comma-separated, from {sorted(RETRIEVERS)} (default: bm25)",
+        help=f"comma-separated, from {sorted(RETRIEVERS)}; hybrid fuses bm25 and dense "
+        "(default: bm25)",
     )
     p.add_argument("--split", default="test")
     p.add_argument("--threads", type=int, default=None)

@@ -68,14 +68,15 @@ def test_demo_prints_hits_and_table(shared_data: Path, capsys) -> None:
     assert "== bm25 ==" in out and "== dense ==" in out
 
 
-def test_eval_bm25_and_dense_together(shared_data: Path, tmp_path: Path, model_path) -> None:
-    """Both rows in one JSON; the dense corpus embeddings come from the cache after the demo."""
+def test_eval_bm25_dense_and_hybrid_together(shared_data: Path, tmp_path: Path, model_path) -> None:
+    """All rows in one JSON; the dense corpus embeddings come from the cache after the demo."""
     out = tmp_path / "eval.json"
     dataset = shared_data / "beir" / "scifact"
-    args = ["eval", str(dataset), "--retriever", "bm25,dense", "--json", str(out), "--quiet"]
+    retrievers = "bm25,dense,hybrid"
+    args = ["eval", str(dataset), "--retriever", retrievers, "--json", str(out), "--quiet"]
     assert main(args) == 0
     figures = json.loads(out.read_text())
-    assert list(figures) == ["bm25", "dense"]
-    assert set(figures["dense"]) == set(figures["bm25"])
+    assert list(figures) == ["bm25", "dense", "hybrid"]
+    assert set(figures["dense"]) == set(figures["hybrid"]) == set(figures["bm25"])
     assert figures["bm25"]["ndcg@10"] == pytest.approx(0.676, abs=0.002)  # bm25s: 0.676
     assert figures["dense"]["ndcg@10"] == pytest.approx(0.645, abs=0.005)  # MTEB: 0.645
