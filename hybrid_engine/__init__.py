@@ -8,6 +8,7 @@ from hybrid_engine.embedding_cache import EmbeddingCache
 from hybrid_engine.encoder import Encoder
 from hybrid_engine.errors import HybridEngineError, IndexFormatError
 from hybrid_engine.fusion import fuse
+from hybrid_engine.hybrid import HybridIndex, HybridResult
 from hybrid_engine.mmr import mmr
 from hybrid_engine.model_store import ModelNotFoundError
 from hybrid_engine.results import PAD_ID, SearchResult
@@ -22,6 +23,8 @@ __all__ = [
     "EmbeddingCache",
     "Encoder",
     "HybridEngineError",
+    "HybridIndex",
+    "HybridResult",
     "IndexFormatError",
     "ModelNotFoundError",
     "SearchResult",

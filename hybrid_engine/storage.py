@@ -76,8 +76,10 @@ def write_index_dir(
     metadata: dict[str, Any],
     arrays: dict[str, np.ndarray],
     components: Mapping[str, Callable[[Path], None]] | None = None,
+    directories: Mapping[str, Callable[[Path], None]] | None = None,
 ) -> None:
-    """Write ``arrays``, ``components`` and a manifest to directory ``path``, atomically.
+    """Write ``arrays``, ``components``, ``directories`` and a manifest to directory ``path``,
+    atomically.
 
     Everything is written and fsynced in a temporary sibling directory first, which is then
     renamed into place; an existing index at ``path`` is swapped out only after that, so an
@@ -90,6 +92,10 @@ def write_index_dir(
         Each callable gets the path to write its file to, inside the temporary directory; the
         file is then fsynced and listed in the manifest with its sha256 and size, like the
         arrays. An exception from a callable aborts the save like any other failure.
+    directories : mapping of str to callable, optional
+        Sub-directories by plain name, each written by its callable at the path it gets (e.g.
+        another index's ``save``), so that a composite index is replaced as one; listed in
+        ``manifest["directories"]``, each checked by its own reader.
 
     Raises
     ------
@@ -101,7 +107,8 @@ def write_index_dir(
         file.
     """
     components = components or {}
-    for name in components:
+    directories = directories or {}
+    for name in (*components, *directories):
         _check_component_name(name)
     target = Path(path)
     if target.exists() and not (target / MANIFEST).is_file():
@@ -126,12 +133,17 @@ def write_index_dir(
                 raise ValueError(f"the writer of component {name!r} created no file at {file}")
             _fsync(file)
             files[name] = _describe(file)
+        for name, write in directories.items():
+            write(tmp / name)
+            if not (tmp / name).is_dir():
+                raise ValueError(f"the writer of directory {name!r} created none at {tmp / name}")
         manifest = {
             "format": fmt,
             "format_version": format_version,
             "library_version": __version__,
             **metadata,
             "files": files,
+            "directories": sorted(directories),
         }
         with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=2, sort_keys=True)

@@ -1,0 +1,101 @@
+"""HybridIndex: its search equals fusing its legs by hand; save/load; MMR; timings; errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from dense_oracle import HashingEncoder
+
+from hybrid_engine import BM25Index, DenseIndex, IndexFormatError, fuse, mmr
+from hybrid_engine.hybrid import HybridIndex
+
+WORDS = "cat dog fish bird mat sun moon tree river stone cloud rain wind fire snow".split()
+CORPUS = [
+    {
+        "_id": f"d{i}",
+        "title": WORDS[i % 15],
+        "text": " ".join(WORDS[(i * 7 + j) % 15] for j in range(5)),
+    }
+    for i in range(40)
+]
+QUERIES = ["cat on the mat", "river stone", "snow and wind fire", "moon"]
+
+
+@pytest.fixture(scope="module")
+def engine() -> HybridIndex:
+    return HybridIndex.build(CORPUS, encoder=HashingEncoder())
+
+
+def test_search_is_fusion_of_the_legs(engine: HybridIndex) -> None:
+    bm25 = BM25Index.build(CORPUS)
+    dense = DenseIndex.build(CORPUS, encoder=HashingEncoder())
+    legs = [bm25.search(QUERIES, 100), dense.search(QUERIES, 100)]
+    for method in ("dbsf", "rrf", "minmax"):
+        expected = fuse(legs, 10, method=method, depth=100)
+        got = engine.search(QUERIES, 10, fusion=method)
+        np.testing.assert_array_equal(got.ids, expected.ids)
+        np.testing.assert_array_equal(got.scores, expected.scores)
+    assert engine.doc_ids[:3] == ["d0", "d1", "d2"]
+    assert engine.retrievers == ("bm25", "dense")
+
+
+def test_timings_and_mmr(engine: HybridIndex) -> None:
+    plain = engine.search(QUERIES, 5)
+    assert set(plain.timings) == {"bm25", "dense", "fusion", "total"}
+    assert all(t >= 0 for t in plain.timings.values())
+    diverse = engine.search(QUERIES, 5, mmr=0.5, mmr_candidates=20)
+    assert "mmr" in diverse.timings
+    fused = engine.search(QUERIES, 20)
+    encoder = HashingEncoder()
+    expected = mmr(fused, encoder.encode(QUERIES), engine.dense.vectors, 5, lambda_=0.5)
+    np.testing.assert_array_equal(diverse.ids, expected.ids)
+
+
+def test_single_retriever(engine: HybridIndex) -> None:
+    only_bm25 = HybridIndex.build(CORPUS, retrievers=["bm25"])
+    result = only_bm25.search(QUERIES, 5, fusion="rrf")
+    reference = BM25Index.build(CORPUS).search(QUERIES, 5)
+    np.testing.assert_array_equal(result.ids, reference.ids)  # one list keeps its order
+    with pytest.raises(ValueError, match="mmr needs the dense"):
+        only_bm25.search(QUERIES, 5, mmr=0.5)
+
+
+def test_save_load_round_trip(engine: HybridIndex, tmp_path: Path) -> None:
+    engine.save(tmp_path / "hybrid")
+    loaded = HybridIndex.load(tmp_path / "hybrid", encoder=HashingEncoder())
+    before, after = engine.search(QUERIES, 10), loaded.search(QUERIES, 10)
+    np.testing.assert_array_equal(before.ids, after.ids)
+    np.testing.assert_array_equal(before.scores, after.scores)
+    assert sorted(p.name for p in (tmp_path / "hybrid").iterdir()) == [
+        "bm25",
+        "dense",
+        "manifest.json",
+    ]
+    with pytest.raises(ValueError, match="built by the model"):
+        HybridIndex.load(tmp_path / "hybrid", encoder=HashingEncoder(name="other"))
+
+
+def test_damaged_directory(engine: HybridIndex, tmp_path: Path) -> None:
+    engine.save(tmp_path / "hybrid")
+    (tmp_path / "hybrid" / "bm25" / "manifest.json").unlink()
+    with pytest.raises(IndexFormatError):
+        HybridIndex.load(tmp_path / "hybrid", encoder=HashingEncoder())
+    with pytest.raises(IndexFormatError):
+        HybridIndex.load(tmp_path / "absent", encoder=HashingEncoder())
+
+
+@pytest.mark.parametrize(
+    ("retrievers", "match"), [([], "unknown retriever"), (["bm25", "splade"], "splade")]
+)
+def test_bad_retrievers(retrievers, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        HybridIndex.build(CORPUS, retrievers=retrievers, encoder=HashingEncoder())
+
+
+def test_blank_document_fails_before_encoding() -> None:
+    encoder = HashingEncoder()
+    with pytest.raises(ValueError, match="document 1 is empty"):
+        HybridIndex.build(["fine text", "   "], encoder=encoder)
+    assert encoder.calls == []
