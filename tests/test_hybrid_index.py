@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -99,3 +100,25 @@ def test_blank_document_fails_before_encoding() -> None:
     with pytest.raises(ValueError, match="document 1 is empty"):
         HybridIndex.build(["fine text", "   "], encoder=encoder)
     assert encoder.calls == []
+
+
+def test_concurrent_searches_equal_sequential(engine: HybridIndex) -> None:
+    queries = [f"{a} {b}" for a in WORDS for b in WORDS[:4]]
+    sequential = [engine.search([q], 10) for q in queries]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        concurrent = list(pool.map(lambda q: engine.search([q], 10, num_threads=1), queries))
+    for one, other in zip(sequential, concurrent):
+        np.testing.assert_array_equal(one.ids, other.ids)
+        np.testing.assert_array_equal(one.scores, other.scores)
+
+
+def test_concurrent_searches_with_the_onnx_encoder(encoder) -> None:
+    """The same with the real ONNX Runtime session shared by the threads."""
+    real = HybridIndex.build(CORPUS, encoder=encoder)
+    queries = [f"{a} {b}" for a in WORDS for b in WORDS[:2]]
+    sequential = [real.search([q], 10) for q in queries]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        concurrent = list(pool.map(lambda q: real.search([q], 10), queries))
+    for one, other in zip(sequential, concurrent):
+        np.testing.assert_array_equal(one.ids, other.ids)
+        np.testing.assert_allclose(one.scores, other.scores, rtol=0, atol=1e-6)
