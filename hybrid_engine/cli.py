@@ -54,15 +54,18 @@ def _analyzer(args: argparse.Namespace) -> AnalyzerConfig:
 
 def _print_table(rows: dict[str, dict[str, float]]) -> None:
     columns = list(next(iter(rows.values())))
-    header = f"{'retriever':<12}" + "".join(f"{c:>14}" for c in columns)
+    widths = {c: max(len(c), 8) + 2 for c in columns}
+    header = f"{'retriever':<12}" + "".join(f"{c:>{widths[c]}}" for c in columns)
     print(header)
     print("-" * len(header))
     for name, values in rows.items():
-        cells = "".join(
-            f"{values[c]:>14.1f}" if c == "queries_per_s" else f"{values[c]:>14.4f}"
-            for c in columns
-        )
+        cells = "".join(f"{values[c]:>{widths[c]}.{_digits(c)}f}" for c in columns)
         print(f"{name:<12}{cells}")
+
+
+def _digits(column: str) -> int:
+    """Decimals shown: 1 for throughput, 2 for milliseconds, 4 for quality metrics."""
+    return 1 if column == "queries_per_s" else 2 if column.endswith("_ms") else 4
 
 
 def _cmd_index(args: argparse.Namespace) -> int:

@@ -55,7 +55,17 @@ def test_eval_writes_the_json_shape(shared_data: Path, tmp_path: Path, capsys) -
     assert main(["eval", str(dataset), "--retriever", "bm25", "--json", str(out), "--quiet"]) == 0
     figures = json.loads(out.read_text())
     assert list(figures) == ["bm25"]
-    assert set(figures["bm25"]) == {"ndcg@10", "recall@100", "mrr@10", "map@100", "queries_per_s"}
+    assert set(figures["bm25"]) == {
+        "ndcg@10",
+        "recall@100",
+        "mrr@10",
+        "map@100",
+        "hit_rate@1",
+        "hit_rate@5",
+        "queries_per_s",
+        "p50_ms",
+        "p95_ms",
+    }
     assert 0.3 < figures["bm25"]["ndcg@10"] < 0.4  # bm25s gives 0.352 with the same settings
     assert "ndcg@10" in capsys.readouterr().out
 

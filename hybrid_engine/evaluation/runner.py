@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from hybrid_engine.bm25 import BM25Index
 from hybrid_engine.corpus import document_text
 from hybrid_engine.dense import DenseIndex
@@ -13,10 +15,10 @@ from hybrid_engine.embedding_cache import EmbeddingCache
 from hybrid_engine.encoder import Encoder
 from hybrid_engine.evaluation.datasets import Dataset
 from hybrid_engine.evaluation.metrics import evaluate, parse_metric, run_from_results
-from hybrid_engine.fusion import DEFAULT_METHOD, fuse
+from hybrid_engine.hybrid import HybridIndex
 from hybrid_engine.results import SearchResult
 
-DEFAULT_METRICS = ("ndcg@10", "recall@100", "mrr@10", "map@100")
+DEFAULT_METRICS = ("ndcg@10", "recall@100", "mrr@10", "map@100", "hit_rate@1", "hit_rate@5")
 """Metrics of ``hybrid-engine eval``; the run is retrieved to the deepest cutoff."""
 
 HYBRID_DEPTH = 100
@@ -65,20 +67,19 @@ def _dense_index(
 def _hybrid(
     dataset: Dataset, num_threads: int | None, show_progress: bool
 ) -> tuple[Searcher, Sequence[str]]:
-    """BM25 and fp32 dense over the same documents, their top ``HYBRID_DEPTH`` fused."""
-    corpus = documents_with_text(dataset)
-    lexical = BM25Index.build(corpus, num_threads=num_threads, show_progress=show_progress)
-    dense = _dense_index(corpus, "fp32", num_threads, show_progress)
+    """``HybridIndex``: BM25 and fp32 dense, their top ``HYBRID_DEPTH`` fused by default."""
+    engine = HybridIndex.build(
+        documents_with_text(dataset),
+        encoder=Encoder.load(num_threads=num_threads),
+        embedding_cache=EmbeddingCache(),
+        num_threads=num_threads,
+        show_progress=show_progress,
+    )
 
     def search(queries: Sequence[str], k: int) -> SearchResult:
-        depth = max(k, HYBRID_DEPTH)
-        legs = [
-            lexical.search(queries, depth, num_threads=num_threads),
-            dense.search(queries, depth),
-        ]
-        return fuse(legs, k, method=DEFAULT_METHOD)
+        return engine.search(queries, k, depth=max(k, HYBRID_DEPTH), num_threads=num_threads)
 
-    return search, lexical.doc_ids
+    return search, engine.doc_ids
 
 
 RETRIEVERS: dict[str, Callable[[Dataset, int | None, bool], tuple[Searcher, Sequence[str]]]] = {
@@ -117,15 +118,33 @@ class RetrieverReport:
         Queries answered per second, the whole query set as one batch, analysis included.
     build_s : float
         Seconds to index the corpus.
+    latency_ms : tuple of float
+        Median and 95th percentile milliseconds of one query per call, top 10, from text.
     """
 
     metrics: dict[str, float]
     queries_per_s: float
     build_s: float
+    latency_ms: tuple[float, float]
 
     def to_dict(self) -> dict[str, float]:
-        """The JSON shape of ``hybrid-engine eval``: metrics plus ``queries_per_s``."""
-        return {**self.metrics, "queries_per_s": self.queries_per_s}
+        """The JSON shape of ``hybrid-engine eval``: metrics, ``queries_per_s``, ``p50_ms``,
+        ``p95_ms``."""
+        p50, p95 = self.latency_ms
+        return {**self.metrics, "queries_per_s": self.queries_per_s, "p50_ms": p50, "p95_ms": p95}
+
+
+def query_latency(search: Searcher, queries: Sequence[str], k: int = 10) -> tuple[float, float]:
+    """Median and 95th percentile milliseconds of ``search([query], k)`` over ``queries``
+    (after a warm-up query)."""
+    search(list(queries[:1]), k)
+    times = []
+    for query in queries:
+        start = time.perf_counter()
+        search([query], k)
+        times.append((time.perf_counter() - start) * 1000)
+    p50, p95 = np.percentile(times, [50, 95])
+    return float(p50), float(p95)
 
 
 def score_searcher(
@@ -172,4 +191,5 @@ def evaluate_retriever(
     search, doc_ids = RETRIEVERS[retriever](dataset, num_threads, show_progress)
     build_s = time.perf_counter() - start
     scores, queries_per_s = score_searcher(dataset, search, doc_ids, metrics=metrics)
-    return RetrieverReport(scores, queries_per_s, build_s)
+    latency = query_latency(search, list(dataset.queries.values()))
+    return RetrieverReport(scores, queries_per_s, build_s, latency)
