@@ -23,6 +23,7 @@ from hybrid_engine.evaluation.runner import (
     parse_retrievers,
     score_searcher,
 )
+from hybrid_engine.fusion import DEFAULT_METHOD, METHODS
 from hybrid_engine.model_store import ModelNotFoundError, default_model_path, read_model
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
@@ -159,6 +160,31 @@ def _demo_leg(
     rows[name] = {**metrics, "queries_per_s": queries_per_s}
 
 
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from hybrid_engine.evaluation.tuning import FORBIDDEN_SPLITS, format_grid, tune_weights
+
+    if args.split in FORBIDDEN_SPLITS:  # before loading anything
+        raise ValueError(f"refusing to tune on the {args.split!r} split; use --split train")
+    dataset = load_beir(args.dataset, args.split)
+    result = tune_weights(
+        dataset, method=args.method, steps=args.steps, show_progress=not args.quiet
+    )
+    print(f"{dataset.name} ({args.split}: {len(dataset.queries)} queries), fusion {args.method}")
+    print(format_grid(result))
+    print(f"best weights (bm25, dense) = {result.weights}: nDCG@10 {result.score:.4f}")
+    if args.json:
+        figures = {
+            "method": args.method,
+            "split": args.split,
+            "weights": list(result.weights),
+            "ndcg@10": result.score,
+            "grid": [{"weights": list(w), "ndcg@10": s} for w, s in result.grid],
+        }
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     dataset = load_beir(args.dataset, "test")
     titles = {doc["_id"]: doc["title"] for doc in dataset.corpus}
@@ -255,6 +281,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_eval)
+
+    p = sub.add_parser(
+        "tune", help="tune the BM25/dense fusion weights on a training split (never test)"
+    )
+    p.add_argument("dataset", help="BEIR-layout folder with qrels/<split>.tsv")
+    p.add_argument("--split", default="train", help="qrels split to tune on (default: train)")
+    p.add_argument("--method", default=DEFAULT_METHOD, choices=METHODS)
+    p.add_argument("--steps", type=int, default=11, help="grid points of the BM25 weight")
+    p.add_argument("--json", metavar="FILE", help="also write the grid as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_tune)
 
     models = sub.add_parser("models", help="prepare and inspect the ONNX models").add_subparsers(
         dest="models_command", required=True

@@ -52,12 +52,15 @@ class Dataset:
     qrels : dict of str to dict of str to int
         Query id to ``{doc id: grade}``. Doc ids missing from the corpus are kept (BEIR has some):
         they count as relevant documents that no system can retrieve.
+    split : str
+        The qrels split, e.g. ``"test"`` or ``"train"``.
     """
 
     name: str
     corpus: list[dict[str, str]]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    split: str = "test"
 
 
 def load_beir(path: str | os.PathLike[str], split: str = "test") -> Dataset:
@@ -98,7 +101,9 @@ def load_beir(path: str | os.PathLike[str], split: str = "test") -> Dataset:
             f"e.g. {missing[:_MAX_IDS_IN_MESSAGE]}"
         )
     queries = {query_id: text for query_id, text in all_queries.items() if query_id in qrels}
-    return Dataset(name=folder.name, corpus=load_corpus(folder), queries=queries, qrels=qrels)
+    return Dataset(
+        name=folder.name, corpus=load_corpus(folder), queries=queries, qrels=qrels, split=split
+    )
 
 
 def available_splits(path: str | os.PathLike[str]) -> list[str]:
