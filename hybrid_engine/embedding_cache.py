@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.storage import read_index_dir, write_index_dir
+from hybrid_engine.storage import read_index_dir, user_cache_dir, write_index_dir
 
 FORMAT = "hybrid_engine.embeddings"
 FORMAT_VERSION = 1
@@ -39,11 +39,9 @@ class _Encoder(Protocol):
 
 
 def default_cache_dir() -> Path:
-    """``$HYBRID_ENGINE_CACHE``, else ``~/.cache/hybrid_engine/embeddings``."""
-    if env := os.environ.get(CACHE_ENV):
-        return Path(env).expanduser()
-    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache) / "hybrid_engine" / "embeddings"
+    """``$HYBRID_ENGINE_CACHE``, else ``~/.cache/hybrid_engine/embeddings`` (``$XDG_CACHE_HOME``
+    honoured)."""
+    return user_cache_dir(CACHE_ENV, "embeddings")
 
 
 def text_keys(texts: Sequence[str]) -> np.ndarray:

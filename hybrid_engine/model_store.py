@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_engine.errors import HybridEngineError, IndexFormatError
-from hybrid_engine.storage import read_index_dir
+from hybrid_engine.storage import read_index_dir, user_cache_dir
 
 FORMAT = "hybrid_engine.model"
 FORMAT_VERSION = 1
@@ -44,10 +44,7 @@ class ModelNotFoundError(HybridEngineError, FileNotFoundError):
 def models_dir() -> Path:
     """Folder holding prepared models: ``$HYBRID_ENGINE_MODELS``, else
     ``~/.cache/hybrid_engine/models`` (``$XDG_CACHE_HOME`` honoured)."""
-    if env := os.environ.get(MODELS_ENV):
-        return Path(env).expanduser()
-    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache) / "hybrid_engine" / "models"
+    return user_cache_dir(MODELS_ENV, "models")
 
 
 def default_model_path(name: str = DEFAULT_MODEL) -> Path:

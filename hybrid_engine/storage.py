@@ -58,6 +58,15 @@ def _check_component_name(name: str) -> None:
         )
 
 
+def user_cache_dir(env: str, name: str) -> Path:
+    """``$<env>`` if set, else ``<cache>/hybrid_engine/<name>`` where ``<cache>`` is
+    ``$XDG_CACHE_HOME`` or ``~/.cache``: where prepared models and embeddings live."""
+    if override := os.environ.get(env):
+        return Path(override).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "hybrid_engine" / name
+
+
 def delimits(offsets: np.ndarray, data: np.ndarray, count: int) -> bool:
     """Whether 1-d ``offsets`` cut ``data`` into ``count`` pieces: ``count + 1`` entries that
     rise (or stay) from 0 to ``len(data)``. For the offset arrays of variable-length items."""
