@@ -20,10 +20,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_common import load_scale_texts, read_jsonl
 
+from hybrid_engine.cli import DEFAULT_DATASET
 from hybrid_engine.embedding_cache import EmbeddingCache
 from hybrid_engine.encoder import Encoder
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = DEFAULT_DATASET.parents[1]
 
 
 def scale_slice(data: Path, n_docs: int) -> list[str]:

@@ -19,11 +19,12 @@ import sys
 from pathlib import Path
 
 from hybrid_engine import BM25Index, DenseIndex, EmbeddingCache, Encoder, SearchResult, fuse
+from hybrid_engine.cli import DEFAULT_DATASET
 from hybrid_engine.evaluation import Dataset, evaluate, load_beir, run_from_results
 from hybrid_engine.evaluation.runner import documents_with_text
 from hybrid_engine.fusion import METHODS
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir"
+DEFAULT_DATA = DEFAULT_DATASET.parent
 
 
 def ndcg10(dataset: Dataset, result: SearchResult, doc_ids: list[str]) -> float:
