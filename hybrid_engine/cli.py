@@ -161,10 +161,9 @@ def _demo_leg(
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
-    from hybrid_engine.evaluation.tuning import FORBIDDEN_SPLITS, format_grid, tune_weights
+    from hybrid_engine.evaluation.tuning import check_tuning_split, format_grid, tune_weights
 
-    if args.split in FORBIDDEN_SPLITS:  # before loading anything
-        raise ValueError(f"refusing to tune on the {args.split!r} split; use --split train")
+    check_tuning_split(args.split)  # before loading anything
     dataset = load_beir(args.dataset, args.split)
     result = tune_weights(
         dataset, method=args.method, steps=args.steps, show_progress=not args.quiet

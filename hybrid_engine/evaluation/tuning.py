@@ -19,6 +19,15 @@ FORBIDDEN_SPLITS = ("test",)
 """Splits ``tune_weights`` refuses: tuning on the split that is reported is not evaluation."""
 
 
+def check_tuning_split(split: str) -> None:
+    """ValueError when ``split`` is one of ``FORBIDDEN_SPLITS``."""
+    if split in FORBIDDEN_SPLITS:
+        raise ValueError(
+            f"refusing to tune on the {split!r} split: tune on a training split (e.g. "
+            "--split train) and report on test"
+        )
+
+
 @dataclass(frozen=True)
 class TuningResult:
     """The grid and its best point.
@@ -54,11 +63,7 @@ def tune_weights(
     ValueError
         ``dataset`` is a test split (tune on train, report on test), or ``steps < 2``.
     """
-    if dataset.split in FORBIDDEN_SPLITS:
-        raise ValueError(
-            f"refusing to tune on the {dataset.split!r} split: tune on a training split (e.g. "
-            "--split train) and report on test"
-        )
+    check_tuning_split(dataset.split)
     if steps < 2:
         raise ValueError(f"steps must be at least 2, got {steps}")
     engine = HybridIndex.build(
