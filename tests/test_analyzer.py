@@ -9,7 +9,6 @@ past the end.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
@@ -22,10 +21,6 @@ from hybrid_engine import Analyzer, AnalyzerConfig
 
 RAW = dict(lowercase=False, strip_accents=False, stopwords=False, stemmer="none")
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def data_dir() -> Path:
-    return Path(os.environ.get("HYBRID_ENGINE_DATA", ROOT.parent / "shared" / "data"))
 
 
 def analyze(text: str, **config: object) -> list[str]:
@@ -179,10 +174,10 @@ def bm25s_terms(text: str, stemmer: object, stopwords: frozenset[str]) -> list[s
 
 @pytest.mark.slow
 @pytest.mark.parametrize("corpus", ["scifact", "cisi"])
-def test_matches_bm25s_default_pipeline(corpus: str) -> None:
+def test_matches_bm25s_default_pipeline(corpus: str, shared_data: Path) -> None:
     stemmer_module = pytest.importorskip("Stemmer")
     stopwords_module = pytest.importorskip("bm25s.stopwords")
-    path = data_dir() / "beir" / corpus / "corpus.jsonl"
+    path = shared_data / "beir" / corpus / "corpus.jsonl"
     if not path.exists():
         pytest.skip(f"{path} not found (set HYBRID_ENGINE_DATA)")
     analyzer = Analyzer(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -20,17 +19,9 @@ Stemmer = pytest.importorskip("Stemmer", reason="PyStemmer is the reference impl
 WORD_RE = re.compile(r"(?u)\b\w\w+\b")
 
 
-def data_dir() -> Path:
-    return Path(
-        os.environ.get(
-            "HYBRID_ENGINE_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"
-        )
-    )
-
-
-def require(paths: list[Path], what: str) -> list[Path]:
+def require(paths: list[Path], what: str, folder: Path) -> list[Path]:
     if not paths:
-        pytest.skip(f"{what} not found under {data_dir()} (set HYBRID_ENGINE_DATA)")
+        pytest.skip(f"{what} not found under {folder} (set HYBRID_ENGINE_DATA)")
     return paths
 
 
@@ -93,14 +84,16 @@ def test_known_stems(word: str, stem: str) -> None:
     assert Stemmer.Stemmer("english").stemWord(word) == stem
 
 
-def test_beir_corpora_words_match_reference() -> None:
-    paths = require(sorted(data_dir().glob("beir/*/corpus.jsonl")), "BEIR corpora")
+def test_beir_corpora_words_match_reference(shared_data: Path) -> None:
+    paths = require(sorted(shared_data.glob("beir/*/corpus.jsonl")), "BEIR corpora", shared_data)
     assert assert_same_stems(distinct_words(paths)) > 50_000
 
 
 @pytest.mark.slow
-def test_scale_corpora_words_match_reference() -> None:
-    paths = require(sorted(data_dir().glob("scale/*/corpus.jsonl.gz")), "scale corpora")
+def test_scale_corpora_words_match_reference(shared_data: Path) -> None:
+    paths = require(
+        sorted(shared_data.glob("scale/*/corpus.jsonl.gz")), "scale corpora", shared_data
+    )
     assert assert_same_stems(distinct_words(paths)) > 200_000
 
 
