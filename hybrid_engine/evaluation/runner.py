@@ -64,17 +64,25 @@ def _dense_index(
     )
 
 
-def _hybrid(
-    dataset: Dataset, num_threads: int | None, show_progress: bool
-) -> tuple[Searcher, Sequence[str]]:
-    """``HybridIndex``: BM25 and fp32 dense, their top ``HYBRID_DEPTH`` fused by default."""
-    engine = HybridIndex.build(
+def build_hybrid(
+    dataset: Dataset, num_threads: int | None = None, show_progress: bool = False
+) -> HybridIndex:
+    """The ``hybrid`` retriever's index: BM25 and fp32 dense over the documents with text,
+    corpus embeddings through the default ``EmbeddingCache``."""
+    return HybridIndex.build(
         documents_with_text(dataset),
         encoder=Encoder.load(num_threads=num_threads),
         embedding_cache=EmbeddingCache(),
         num_threads=num_threads,
         show_progress=show_progress,
     )
+
+
+def _hybrid(
+    dataset: Dataset, num_threads: int | None, show_progress: bool
+) -> tuple[Searcher, Sequence[str]]:
+    """``HybridIndex``: BM25 and fp32 dense, their top ``HYBRID_DEPTH`` fused by default."""
+    engine = build_hybrid(dataset, num_threads, show_progress)
 
     def search(queries: Sequence[str], k: int) -> SearchResult:
         return engine.search(queries, k, depth=max(k, HYBRID_DEPTH), num_threads=num_threads)

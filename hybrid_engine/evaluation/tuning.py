@@ -7,13 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hybrid_engine.embedding_cache import EmbeddingCache
-from hybrid_engine.encoder import Encoder
 from hybrid_engine.evaluation.datasets import Dataset
 from hybrid_engine.evaluation.metrics import evaluate, run_from_results
-from hybrid_engine.evaluation.runner import HYBRID_DEPTH, documents_with_text
+from hybrid_engine.evaluation.runner import HYBRID_DEPTH, build_hybrid
 from hybrid_engine.fusion import DEFAULT_METHOD, fuse
-from hybrid_engine.hybrid import HybridIndex
 
 FORBIDDEN_SPLITS = ("test",)
 """Splits ``tune_weights`` refuses: tuning on the split that is reported is not evaluation."""
@@ -66,12 +63,7 @@ def tune_weights(
     check_tuning_split(dataset.split)
     if steps < 2:
         raise ValueError(f"steps must be at least 2, got {steps}")
-    engine = HybridIndex.build(
-        documents_with_text(dataset),
-        encoder=Encoder.load(),
-        embedding_cache=EmbeddingCache(),
-        show_progress=show_progress,
-    )
+    engine = build_hybrid(dataset, show_progress=show_progress)
     assert engine.bm25 is not None and engine.dense is not None
     query_ids = list(dataset.queries)
     texts = [dataset.queries[q] for q in query_ids]
