@@ -17,6 +17,7 @@ from hybrid_engine.embedding_cache import EmbeddingCache
 from hybrid_engine.encoder import Encoder
 from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.evaluation import Dataset, DatasetError, load_beir, load_corpus
+from hybrid_engine.evaluation.plot import plot_quality_latency
 from hybrid_engine.evaluation.runner import (
     RETRIEVERS,
     evaluate_retriever,
@@ -53,15 +54,32 @@ def _analyzer(args: argparse.Namespace) -> AnalyzerConfig:
     )
 
 
-def _print_table(rows: dict[str, dict[str, float]]) -> None:
-    columns = list(next(iter(rows.values())))
+def _print_table(rows: dict[str, dict[str, float]], columns: list[str] | None = None) -> None:
+    """One line per row; ``columns`` default to the first row's keys, missing cells show -."""
+    if columns is None:
+        columns = list(next(iter(rows.values())))
     widths = {c: max(len(c), 8) + 2 for c in columns}
     header = f"{'retriever':<12}" + "".join(f"{c:>{widths[c]}}" for c in columns)
     print(header)
     print("-" * len(header))
     for name, values in rows.items():
-        cells = "".join(f"{values[c]:>{widths[c]}.{_digits(c)}f}" for c in columns)
+        cells = "".join(
+            f"{values[c]:>{widths[c]}.{_digits(c)}f}" if c in values else f"{'-':>{widths[c]}}"
+            for c in columns
+        )
         print(f"{name:<12}{cells}")
+
+
+def _print_eval_tables(rows: dict[str, dict[str, float]]) -> None:
+    """Quality, throughput and whole-call latency; then per-stage latency, if any."""
+    every_column = dict.fromkeys(c for row in rows.values() for c in row)
+    stage_columns = [c for c in every_column if c.endswith(("_p50_ms", "_p95_ms"))]
+    main_columns = [c for c in next(iter(rows.values())) if c not in stage_columns]
+    _print_table(rows, main_columns)
+    staged = {name: row for name, row in rows.items() if any(c in row for c in stage_columns)}
+    if staged:
+        print("\nper-stage latency, one query per call (ms)")
+        _print_table(staged, stage_columns)
 
 
 def _digits(column: str) -> int:
@@ -139,10 +157,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         f"{dataset.name} ({args.split}: {len(dataset.queries)} queries, "
         f"{len(dataset.corpus)} documents)"
     )
-    _print_table(rows)
+    _print_eval_tables(rows)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {args.json}")
+    if args.plot:
+        plot_quality_latency(
+            rows, args.plot, title=f"{dataset.name} ({args.split}): quality vs p95 latency"
+        )
+        print(f"wrote {args.plot}")
     return 0
 
 
@@ -278,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="test")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    p.add_argument("--plot", metavar="FILE", help="also write a PNG of nDCG@10 against p95 latency")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_eval)
 

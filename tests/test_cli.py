@@ -87,6 +87,9 @@ def test_eval_bm25_dense_and_hybrid_together(shared_data: Path, tmp_path: Path, 
     assert main(args) == 0
     figures = json.loads(out.read_text())
     assert list(figures) == ["bm25", "dense", "hybrid"]
-    assert set(figures["dense"]) == set(figures["hybrid"]) == set(figures["bm25"])
+    assert set(figures["dense"]) == set(figures["bm25"])
+    stages = {f"{stage}_{q}_ms" for stage in ("bm25", "dense", "fusion") for q in ("p50", "p95")}
+    assert set(figures["hybrid"]) == set(figures["bm25"]) | stages
+    assert figures["hybrid"]["dense_p50_ms"] <= figures["hybrid"]["p50_ms"]
     assert figures["bm25"]["ndcg@10"] == pytest.approx(0.676, abs=0.002)  # bm25s: 0.676
     assert figures["dense"]["ndcg@10"] == pytest.approx(0.645, abs=0.005)  # MTEB: 0.645

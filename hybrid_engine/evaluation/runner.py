@@ -126,33 +126,53 @@ class RetrieverReport:
         Queries answered per second, the whole query set as one batch, analysis included.
     build_s : float
         Seconds to index the corpus.
-    latency_ms : tuple of float
-        Median and 95th percentile milliseconds of one query per call, top 10, from text.
+    latency_ms : dict of str to tuple of float
+        Median and 95th percentile milliseconds of one query per call, top 10, from text:
+        ``"total"`` (wall clock around the call) and, for retrievers whose results carry
+        per-stage ``timings`` (``HybridResult``), each stage.
     """
 
     metrics: dict[str, float]
     queries_per_s: float
     build_s: float
-    latency_ms: tuple[float, float]
+    latency_ms: dict[str, tuple[float, float]]
 
     def to_dict(self) -> dict[str, float]:
         """The JSON shape of ``hybrid-engine eval``: metrics, ``queries_per_s``, ``p50_ms``,
-        ``p95_ms``."""
-        p50, p95 = self.latency_ms
-        return {**self.metrics, "queries_per_s": self.queries_per_s, "p50_ms": p50, "p95_ms": p95}
+        ``p95_ms`` (whole call), then ``<stage>_p50_ms`` and ``<stage>_p95_ms`` per stage."""
+        row = {**self.metrics, "queries_per_s": self.queries_per_s}
+        for stage, (p50, p95) in self.latency_ms.items():
+            prefix = "" if stage == "total" else f"{stage}_"
+            row[f"{prefix}p50_ms"] = p50
+            row[f"{prefix}p95_ms"] = p95
+        return row
 
 
-def query_latency(search: Searcher, queries: Sequence[str], k: int = 10) -> tuple[float, float]:
+def query_latency(
+    search: Searcher, queries: Sequence[str], k: int = 10
+) -> dict[str, tuple[float, float]]:
     """Median and 95th percentile milliseconds of ``search([query], k)`` over ``queries``
-    (after a warm-up query)."""
+    (after a warm-up query).
+
+    Returns
+    -------
+    dict of str to (float, float)
+        ``"total"``: the wall clock around each call; then every stage the results report in
+        a ``timings`` attribute (``HybridResult``), except its own ``"total"``.
+    """
     search(list(queries[:1]), k)
-    times = []
+    times: dict[str, list[float]] = {"total": []}
     for query in queries:
         start = time.perf_counter()
-        search([query], k)
-        times.append((time.perf_counter() - start) * 1000)
-    p50, p95 = np.percentile(times, [50, 95])
-    return float(p50), float(p95)
+        result = search([query], k)
+        times["total"].append((time.perf_counter() - start) * 1000)
+        for stage, ms in getattr(result, "timings", {}).items():
+            if stage != "total":
+                times.setdefault(stage, []).append(ms)
+    return {
+        stage: (float(np.percentile(ms, 50)), float(np.percentile(ms, 95)))
+        for stage, ms in times.items()
+    }
 
 
 def score_searcher(
