@@ -157,7 +157,19 @@ class CrossEncoder:
         )
 
     def encode_pairs(self, queries: Sequence[str], passages: Sequence[str]) -> list[Encoding]:
-        """The truncated token sequences of aligned, checked pairs (see the class notes)."""
+        """Token sequences of aligned pairs, truncated as the class notes say.
+
+        Parameters
+        ----------
+        queries, passages : sequence of str
+            Aligned, already checked texts (``score`` checks them).
+
+        Returns
+        -------
+        list of tokenizers.Encoding
+            One per pair: ``ids`` and ``type_ids`` (0 up to the first ``[SEP]``, then 1), at
+            most ``max_length`` tokens.
+        """
         unique = list(dict.fromkeys(queries))
         query_tokens = dict(
             zip(unique, self._tokenizer.encode_batch(unique, add_special_tokens=False), strict=True)
