@@ -3,6 +3,7 @@
 from hybrid_engine._version import __version__
 from hybrid_engine.analysis import Analyzer, AnalyzerConfig
 from hybrid_engine.bm25 import BM25Index, BM25Params
+from hybrid_engine.cross_encoder import CrossEncoder
 from hybrid_engine.dense import DenseIndex
 from hybrid_engine.embedding_cache import EmbeddingCache
 from hybrid_engine.encoder import Encoder
@@ -11,6 +12,7 @@ from hybrid_engine.fusion import fuse
 from hybrid_engine.hybrid import HybridIndex, HybridResult
 from hybrid_engine.mmr import mmr
 from hybrid_engine.model_store import ModelNotFoundError
+from hybrid_engine.rerank import rerank
 from hybrid_engine.results import PAD_ID, SearchResult
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "AnalyzerConfig",
     "BM25Index",
     "BM25Params",
+    "CrossEncoder",
     "DenseIndex",
     "EmbeddingCache",
     "Encoder",
@@ -31,4 +34,5 @@ __all__ = [
     "__version__",
     "fuse",
     "mmr",
+    "rerank",
 ]

@@ -25,7 +25,12 @@ from hybrid_engine.evaluation.runner import (
     score_searcher,
 )
 from hybrid_engine.fusion import DEFAULT_METHOD, METHODS
-from hybrid_engine.model_store import ModelNotFoundError, default_model_path, read_model
+from hybrid_engine.model_store import (
+    ModelNotFoundError,
+    default_model_path,
+    models_dir,
+    read_model,
+)
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 """The embedded default collection: ``../shared/data/beir/scifact`` beside the checkout."""
@@ -250,6 +255,17 @@ def _cmd_models_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_models_prepare_reranker(args: argparse.Namespace) -> int:
+    # needs the export extra, only here
+    from hybrid_engine.cross_encoder_prepare import prepare_cross_encoder
+
+    log = (lambda message: None) if args.quiet else print
+    prepare_cross_encoder(
+        args.source, name=args.name, int8=not args.no_int8, force=args.force, log=log
+    )
+    return 0
+
+
 def _cmd_models_info(args: argparse.Namespace) -> int:
     info = read_model(args.path)
     manifest = {key: value for key, value in info.manifest.items() if key != "files"}
@@ -328,6 +344,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="prepare again if already prepared")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(func=_cmd_models_prepare)
+    p = models.add_parser(
+        "prepare-reranker",
+        help="export a local BERT-style cross-encoder folder to ONNX (needs the export extra)",
+    )
+    p.add_argument(
+        "source",
+        help="local Hugging Face folder of a BertForSequenceClassification with one label",
+    )
+    p.add_argument(
+        "--name",
+        default=None,
+        help=f"model name, the folder under {models_dir()} (default: the source folder's name)",
+    )
+    p.add_argument("--no-int8", action="store_true", help="skip the int8 variant")
+    p.add_argument("--force", action="store_true", help="prepare again if already prepared")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.set_defaults(func=_cmd_models_prepare_reranker)
     p = models.add_parser("info", help="print a prepared model's manifest (files checked)")
     p.add_argument("path", nargs="?", default=None, help="model folder (default: the default)")
     p.set_defaults(func=_cmd_models_info)

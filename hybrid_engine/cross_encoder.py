@@ -1,0 +1,244 @@
+"""The cross-encoder: (query, passage) pairs to relevance scores with an ONNX model, no PyTorch."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tokenizers import Encoding, Tokenizer
+
+from hybrid_engine._batching import length_runs, pad_encodings
+from hybrid_engine.encoder import check_texts
+from hybrid_engine.model_store import (
+    CROSS_ENCODER,
+    TOKENIZER_FILE,
+    ModelInfo,
+    models_dir,
+    read_model,
+)
+from hybrid_engine.onnx_session import create_session
+
+QUERY_MAX_TOKENS = 64
+"""Most query tokens in a pair (special tokens not counted), and at most half of the pair's
+room; the passage gets the rest."""
+TOKENS_PER_RUN = 2048
+"""Most tokens (pairs x padded length) in one ONNX Runtime call."""
+MAX_PAIRS_PER_RUN = 256
+"""Most pairs in one ONNX Runtime call (short pairs)."""
+
+
+class CrossEncoder:
+    """A BERT-style cross-encoder (one relevance logit per query-passage pair) on ONNX Runtime.
+
+    Load one with ``CrossEncoder.load`` from a folder prepared by
+    ``hybrid-engine models prepare-reranker SOURCE``.
+
+    Notes
+    -----
+    A pair is ``[CLS] query [SEP] passage [SEP]`` with token types 0 for the query part and 1
+    for the passage part, as the model was trained. Truncation: the query keeps at most its
+    first ``query_max_tokens`` tokens (``QUERY_MAX_TOKENS`` = 64, or half of the room left by
+    the special tokens when ``max_length`` is below 131), then the passage keeps as many of
+    its first tokens as fit in ``max_length`` tokens for the whole pair, special tokens
+    included.
+
+    Thread-safe: ``score`` may be called from several threads; the session releases the GIL.
+    """
+
+    def __init__(
+        self, info: ModelInfo, variant: str, num_threads: int | None, max_length: int | None
+    ) -> None:
+        """Private: use ``load``."""
+        self._info = info
+        self._variant = variant
+        self._max_length = _check_max_length(max_length, info)
+        self._session = create_session(info.variant_file(variant), num_threads)
+        tokenizer = Tokenizer.from_file(str(info.path / TOKENIZER_FILE))
+        # Queries and passages are tokenized alone, truncated here, then joined by the
+        # tokenizer's own pair template (post_process).
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        self._tokenizer = tokenizer
+        self._specials = tokenizer.num_special_tokens_to_add(is_pair=True)
+        self._query_max_tokens = min(QUERY_MAX_TOKENS, (self._max_length - self._specials) // 2)
+        identity = {
+            "model": info.file_sha256(info.variants[variant]["file"]),
+            "tokenizer": info.file_sha256(TOKENIZER_FILE),
+            "max_length": self._max_length,
+            "query_max_tokens": self._query_max_tokens,
+        }
+        self._model_hash = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        variant: str = "fp32",
+        num_threads: int | None = None,
+        max_length: int | None = None,
+    ) -> CrossEncoder:
+        """Load a prepared cross-encoder folder.
+
+        Parameters
+        ----------
+        path : path-like
+            The folder, or the name of a model prepared into ``model_store.models_dir()``
+            (a plain name that is not an existing folder).
+        variant : {"fp32", "int8"}
+            The full-precision graph, or dynamically quantized int8 weights (faster, slightly
+            different scores).
+        num_threads : int, optional
+            ONNX Runtime intra-op threads; all cores when None.
+        max_length : int, optional
+            Tokens per pair, special tokens included, at most the model's ``max_length`` (the
+            default). Shorter pairs are faster: this is the passage truncation.
+
+        Raises
+        ------
+        ModelNotFoundError
+            No prepared model there, or not that variant; the message names the command that
+            prepares it.
+        IndexFormatError
+            The folder is corrupt (a sha256 mismatch, say), incomplete, or holds a bi-encoder.
+        ValueError
+            ``max_length`` is not an int between 8 and the model's ``max_length``.
+        """
+        folder = Path(path)
+        if not folder.exists() and folder.name == os.fspath(path):
+            folder = models_dir() / folder
+        return cls(read_model(folder, kind=CROSS_ENCODER), variant, num_threads, max_length)
+
+    @property
+    def name(self) -> str:
+        """Model name (the prepared folder's name by default)."""
+        return self._info.name
+
+    @property
+    def variant(self) -> str:
+        """``"fp32"`` or ``"int8"``."""
+        return self._variant
+
+    @property
+    def max_length(self) -> int:
+        """Tokens kept per pair, special tokens included."""
+        return self._max_length
+
+    @property
+    def query_max_tokens(self) -> int:
+        """Most query tokens kept per pair (special tokens not counted)."""
+        return self._query_max_tokens
+
+    @property
+    def model_hash(self) -> str:
+        """sha256 identifying what decides the scores: graph, tokenizer and truncation."""
+        return self._model_hash
+
+    @property
+    def training(self) -> dict[str, Any] | None:
+        """What the engine's trainer recorded (data, settings, validation metrics), or None
+        for a model trained elsewhere."""
+        training = self._info.manifest.get("training")
+        return dict(training) if isinstance(training, dict) else None
+
+    @property
+    def info(self) -> ModelInfo:
+        """The prepared folder's manifest."""
+        return self._info
+
+    def __repr__(self) -> str:
+        return (
+            f"CrossEncoder({self.name!r}, variant={self.variant!r}, max_length={self.max_length})"
+        )
+
+    def encode_pairs(self, queries: Sequence[str], passages: Sequence[str]) -> list[Encoding]:
+        """Token sequences of aligned pairs, truncated as the class notes say.
+
+        Parameters
+        ----------
+        queries, passages : sequence of str
+            Aligned, already checked texts (``score`` checks them).
+
+        Returns
+        -------
+        list of tokenizers.Encoding
+            One per pair: ``ids`` and ``type_ids`` (0 up to the first ``[SEP]``, then 1), at
+            most ``max_length`` tokens.
+        """
+        unique = list(dict.fromkeys(queries))
+        query_tokens = dict(
+            zip(unique, self._tokenizer.encode_batch(unique, add_special_tokens=False), strict=True)
+        )
+        for encoding in query_tokens.values():
+            encoding.truncate(self._query_max_tokens)
+        passage_tokens = self._tokenizer.encode_batch(list(passages), add_special_tokens=False)
+        pairs = []
+        for query, passage in zip(queries, passage_tokens, strict=True):
+            first = query_tokens[query]
+            passage.truncate(self._max_length - self._specials - len(first.ids))
+            pairs.append(self._tokenizer.post_process(first, passage, add_special_tokens=True))
+        return pairs
+
+    def score(self, queries: str | Sequence[str], passages: Sequence[str]) -> np.ndarray:
+        """Relevance scores of (query, passage) pairs.
+
+        Parameters
+        ----------
+        queries : str or sequence of str
+            One query per passage (aligned), or one str paired with every passage. Non-blank.
+        passages : sequence of str
+            Non-blank passages; tokens past the pair's ``max_length`` are dropped.
+
+        Returns
+        -------
+        numpy.ndarray
+            float32, shape ``(len(passages),)``: the model's logit per pair, higher is more
+            relevant. Pairs are sorted by token count and run in groups of at most
+            ``TOKENS_PER_RUN`` tokens; the output is in input order and does not depend on the
+            grouping.
+
+        Raises
+        ------
+        TypeError
+            A query or passage that is not a str.
+        ValueError
+            A blank query or passage, or ``len(queries) != len(passages)``.
+        """
+        passage_list = check_texts(passages, "passage")
+        if isinstance(queries, str):
+            query_list = check_texts([queries] * len(passage_list), "query")
+        else:
+            query_list = check_texts(queries, "query")
+        if len(query_list) != len(passage_list):
+            raise ValueError(
+                f"got {len(query_list)} queries and {len(passage_list)} passages; score takes "
+                "aligned pairs (or one query str for all passages)"
+            )
+        out = np.empty(len(passage_list), np.float32)
+        if not passage_list:
+            return out
+        pairs = self.encode_pairs(query_list, passage_list)
+        lengths = np.fromiter((len(e.ids) for e in pairs), np.int64, len(pairs))
+        for positions in length_runs(lengths, MAX_PAIRS_PER_RUN, TOKENS_PER_RUN):
+            feed = pad_encodings([pairs[p] for p in positions])
+            out[positions] = self._session.run(None, feed)[0][:, 0]
+        return out
+
+
+def _check_max_length(max_length: int | None, info: ModelInfo) -> int:
+    if max_length is None:
+        return info.max_length
+    if (
+        isinstance(max_length, bool)
+        or not isinstance(max_length, int)
+        or not 8 <= max_length <= info.max_length
+    ):
+        raise ValueError(
+            f"max_length must be an int from 8 to the model's {info.max_length}, got {max_length!r}"
+        )
+    return max_length

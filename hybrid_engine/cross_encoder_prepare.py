@@ -1,0 +1,218 @@
+"""Cross-encoder preparation: a local Hugging Face folder to a fused (and int8) ONNX folder.
+
+Needs the ``export`` extra; run once per model, by ``hybrid-engine models prepare-reranker``.
+The runtime (``CrossEncoder``) needs none of it. The source is any local folder of a BERT-style
+model for sequence classification with one output (a user's copy of
+cross-encoder/ms-marco-MiniLM-L-6-v2, or one trained by the engine); nothing is downloaded.
+
+Steps: export with optimum (``text-classification``, the logit), fuse and quantize as the
+bi-encoder (``onnx_export``), reset the tokenizer to no padding and pair truncation at the
+model's ``max_length``, check the fp32 logits against PyTorch on real (query, passage) pairs,
+and write the folder atomically with a manifest (``model_store``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hybrid_engine.errors import HybridEngineError
+from hybrid_engine.model_store import CROSS_ENCODER, FORMAT, FORMAT_VERSION, models_dir
+from hybrid_engine.onnx_export import export_model, read_json, require
+from hybrid_engine.storage import write_index_dir
+
+MAX_LENGTH_CAP = 512
+"""Longest pair a prepared cross-encoder takes, whatever its source allows."""
+TRAINING_FILE = "training.json"
+"""Written by the engine's reranker trainer next to the weights; copied into the manifest."""
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+CHECK_PAIRS = (
+    (
+        "Vitamin D deficiency raises the risk of multiple sclerosis.",
+        "Low serum 25-hydroxyvitamin D levels were associated with a higher risk of developing "
+        "multiple sclerosis in a prospective cohort of young adults.",
+    ),
+    (
+        "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
+        "Aldehyde dehydrogenase 1 is a marker of normal and malignant human mammary stem cells "
+        "and a predictor of poor clinical outcome.",
+    ),
+    ("0-dimensional biomaterials show inductive properties.", "short"),
+    (
+        "Macrophages regulate inflammation in adipose tissue.",
+        "The quick brown fox jumps over the lazy dog. " * 120,  # past max_length: truncated
+    ),
+)
+MAX_TORCH_DIFF = 1e-3
+"""Largest allowed |ONNX fp32 logit - PyTorch logit| on ``CHECK_PAIRS``, relative to
+``max(1, |PyTorch logit|)``."""
+
+
+def _source_settings(source: Path) -> dict[str, Any]:
+    """max_length and head shape of a BERT-style single-logit classifier, or a clear refusal."""
+    if not (source / "config.json").is_file():
+        raise HybridEngineError(
+            f"{source} has no config.json; give a local Hugging Face model folder (the one "
+            "save_pretrained writes)"
+        )
+    config = read_json(source / "config.json")
+    architectures = config.get("architectures") or []
+    num_labels = len(config.get("id2label") or {}) or int(config.get("num_labels", 2))
+    problems = []
+    if config.get("model_type") != "bert":
+        problems.append(f"model_type {config.get('model_type')!r} is not 'bert'")
+    if "BertForSequenceClassification" not in architectures:
+        problems.append(f"architectures {architectures} lack BertForSequenceClassification")
+    if num_labels != 1:
+        problems.append(f"it has {num_labels} labels, not one relevance logit")
+    if not (source / "tokenizer.json").is_file():
+        problems.append("it has no tokenizer.json (a fast tokenizer's file)")
+    if not any((source / name).is_file() for name in WEIGHT_FILES):
+        problems.append(f"it has none of the weight files {list(WEIGHT_FILES)}")
+    if problems:
+        raise HybridEngineError(
+            f"{source} is not a BERT-style cross-encoder with one output: "
+            + "; ".join(problems)
+            + ". prepare-reranker takes a BertForSequenceClassification folder with num_labels=1 "
+            "(e.g. a copy of cross-encoder/ms-marco-MiniLM-L-6-v2)"
+        )
+    limits = [MAX_LENGTH_CAP, int(config.get("max_position_embeddings", MAX_LENGTH_CAP))]
+    if (source / "tokenizer_config.json").is_file():
+        limit = read_json(source / "tokenizer_config.json").get("model_max_length")
+        if isinstance(limit, int) and limit > 0:  # a huge sentinel when unset; capped anyway
+            limits.append(limit)
+    return {"max_length": min(limits), "num_labels": num_labels}
+
+
+def _weights_sha256(source: Path) -> dict[str, str]:
+    digests = {}
+    for name in WEIGHT_FILES:
+        if (source / name).is_file():
+            digest = hashlib.sha256()
+            with open(source / name, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            digests[name] = digest.hexdigest()
+    return digests
+
+
+def _check_against_torch(source: Path, staged: Path) -> float:
+    """Largest relative logit difference between the staged fp32 graph and PyTorch."""
+    torch = require("torch")
+    transformers = require("transformers")
+    from hybrid_engine.cross_encoder import CrossEncoder
+
+    ours = CrossEncoder.load(staged)
+    queries, passages = (list(texts) for texts in zip(*CHECK_PAIRS, strict=True))
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(str(source)).eval()
+    batch = tokenizer(
+        queries,
+        passages,
+        padding=True,
+        truncation="only_second",
+        max_length=ours.max_length,
+        return_tensors="pt",
+    )
+    with torch.inference_mode():
+        reference = model(**batch).logits[:, 0].numpy()
+    diff = np.abs(ours.score(queries, passages) - reference) / np.maximum(1.0, np.abs(reference))
+    return float(diff.max())
+
+
+def prepare_cross_encoder(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
+    *,
+    name: str | None = None,
+    int8: bool = True,
+    force: bool = False,
+    log: Callable[[str], None] = lambda message: None,
+) -> Path:
+    """Export a local BERT-style cross-encoder into a prepared model folder.
+
+    Parameters
+    ----------
+    source : path-like
+        A local Hugging Face folder of a ``BertForSequenceClassification`` with one label
+        (``config.json``, ``model.safetensors`` or ``pytorch_model.bin``, ``tokenizer.json``).
+        A ``training.json`` beside them (written by the engine's trainer) is copied into the
+        manifest under ``"training"``.
+    output : path-like, optional
+        Folder to write; ``model_store.models_dir() / name`` when None. Written atomically.
+    name : str, optional
+        Model name recorded in the manifest; the source folder's name when None.
+    int8 : bool
+        Also write the int8 variant.
+    force : bool
+        Prepare again even if the folder already holds a prepared model.
+    log : callable
+        Receives one line per step.
+
+    Returns
+    -------
+    Path
+        The folder.
+
+    Raises
+    ------
+    HybridEngineError
+        The source is not a BERT-style single-logit classifier (the message says why), the
+        ``export`` extra is missing (the message gives the install command), or the exported
+        graph disagrees with PyTorch.
+    """
+    source = Path(source).resolve()
+    if not source.is_dir():
+        raise HybridEngineError(f"{source} is not a folder; give a local Hugging Face model folder")
+    name = name if name is not None else source.name
+    if not name or name != Path(name).name or name in (".", ".."):
+        raise HybridEngineError(f"model name {name!r} must be a plain folder name")
+    target = Path(output) if output is not None else models_dir() / name
+    if (target / "manifest.json").is_file() and not force:
+        log(f"{target} is already prepared (use --force to prepare it again)")
+        return target
+    settings = _source_settings(source)
+    training = read_json(source / TRAINING_FILE) if (source / TRAINING_FILE).is_file() else None
+    with tempfile.TemporaryDirectory(prefix="hybrid_engine-export-") as tmp:
+        work = Path(tmp)
+        exported = export_model(
+            source,
+            work,
+            task="text-classification",
+            max_length=settings["max_length"],
+            pair=True,
+            int8=int8,
+            log=log,
+        )
+        metadata: dict[str, Any] = {
+            "name": name,
+            "kind": CROSS_ENCODER,
+            "source": {"path": str(source), "weights_sha256": _weights_sha256(source)},
+            "num_labels": settings["num_labels"],
+            "max_length": settings["max_length"],
+            "variants": exported.variants,
+            "export": exported.export,
+        }
+        if training is not None:
+            metadata["training"] = training
+        staged = work / "staged"
+        write_index_dir(staged, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
+        diff = _check_against_torch(source, staged)
+        log(
+            f"fp32 ONNX vs PyTorch: largest logit difference {diff:.2e} on {len(CHECK_PAIRS)} pairs"
+        )
+        if diff > MAX_TORCH_DIFF:
+            raise HybridEngineError(
+                f"the exported graph disagrees with PyTorch (logit difference {diff:.2e} > "
+                f"{MAX_TORCH_DIFF}); please report this with your package versions"
+            )
+        metadata["export"]["torch_max_logit_diff"] = diff
+        write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
+    log(f"prepared {target}")
+    return target
