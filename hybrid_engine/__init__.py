@@ -12,6 +12,8 @@ from hybrid_engine.hybrid import HybridIndex, HybridResult
 from hybrid_engine.mmr import mmr
 from hybrid_engine.model_store import ModelNotFoundError
 from hybrid_engine.results import PAD_ID, SearchResult
+from hybrid_engine.splade import SpladeIndex
+from hybrid_engine.splade_encoder import SparseVectors, SpladeEncoder
 
 __all__ = [
     "PAD_ID",
@@ -28,6 +30,9 @@ __all__ = [
     "IndexFormatError",
     "ModelNotFoundError",
     "SearchResult",
+    "SparseVectors",
+    "SpladeEncoder",
+    "SpladeIndex",
     "__version__",
     "fuse",
     "mmr",

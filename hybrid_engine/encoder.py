@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Iterator, Sequence
 
@@ -11,6 +9,7 @@ import numpy as np
 from tokenizers import Encoding, Tokenizer
 from tqdm.auto import tqdm
 
+from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.model_store import TOKENIZER_FILE, ModelInfo, read_model
 from hybrid_engine.onnx_session import create_session
 
@@ -45,6 +44,45 @@ def check_texts(texts: str | Sequence[str], what: str = "text") -> list[str]:
     return checked
 
 
+def load_tokenizer(info: ModelInfo) -> Tokenizer:
+    """A prepared model's tokenizer: never padding, truncating at the manifest's
+    ``max_length`` (the manifest is the authority on length)."""
+    tokenizer = Tokenizer.from_file(str(info.path / TOKENIZER_FILE))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=info.max_length)
+    return tokenizer
+
+
+def length_runs(
+    encodings: Sequence[Encoding], batch_size: int, tokens_per_run: int
+) -> Iterator[np.ndarray]:
+    """Positions of each ONNX call: longest texts first, so each run pads little; a run holds
+    at most ``batch_size`` texts and (beyond one text) ``tokens_per_run`` padded tokens."""
+    lengths = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
+    order = np.argsort(-lengths, kind="stable")
+    start = 0
+    while start < len(order):
+        longest = int(lengths[order[start]])
+        size = min(batch_size, max(1, tokens_per_run // longest))
+        yield order[start : start + size]
+        start += size
+
+
+def padded_feed(encodings: Sequence[Encoding], inputs: set[str]) -> dict[str, np.ndarray]:
+    """The ONNX inputs of a run: int64 ``input_ids`` and ``attention_mask`` (n, longest),
+    zero-padded on the right, plus all-zero ``token_type_ids`` when the graph has that input."""
+    width = max(len(e.ids) for e in encodings)
+    ids = np.zeros((len(encodings), width), np.int64)
+    mask = np.zeros((len(encodings), width), np.int64)
+    for row, encoding in enumerate(encodings):
+        ids[row, : len(encoding.ids)] = encoding.ids
+        mask[row, : len(encoding.ids)] = 1
+    feed = {"input_ids": ids, "attention_mask": mask}
+    if "token_type_ids" in inputs:
+        feed["token_type_ids"] = np.zeros_like(ids)
+    return feed
+
+
 class Encoder:
     """A sentence-transformers style bi-encoder (mean pooling, L2 norm) on ONNX Runtime.
 
@@ -59,23 +97,17 @@ class Encoder:
 
     def __init__(self, info: ModelInfo, variant: str, num_threads: int | None) -> None:
         """Private: use ``load``."""
+        if info.pooling != "mean":
+            raise HybridEngineError(
+                f"{info.path} holds a {info.pooling!r} model, not a mean-pooled bi-encoder; "
+                "load it with SpladeEncoder"
+            )
         self._info = info
         self._variant = variant
         self._session = create_session(info.variant_file(variant), num_threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
-        tokenizer = Tokenizer.from_file(str(info.path / TOKENIZER_FILE))
-        # The manifest is the authority on length: never pad, truncate at max_length.
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length=info.max_length)
-        self._tokenizer = tokenizer
-        identity = {
-            "model": info.file_sha256(info.variants[variant]["file"]),
-            "tokenizer": info.file_sha256(TOKENIZER_FILE),
-            "max_length": info.max_length,
-            "pooling": info.pooling,
-            "normalize": info.normalize,
-        }
-        self._model_hash = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+        self._tokenizer = load_tokenizer(info)
+        self._model_hash = info.model_hash(variant)
 
     @classmethod
     def load(
@@ -143,27 +175,9 @@ class Encoder:
             f"max_length={self.max_length})"
         )
 
-    def _runs(self, encodings: list[Encoding], batch_size: int) -> Iterator[np.ndarray]:
-        """Positions of each ONNX call: longest texts first, so each run pads little."""
-        lengths = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
-        order = np.argsort(-lengths, kind="stable")
-        start = 0
-        while start < len(order):
-            longest = int(lengths[order[start]])
-            size = min(batch_size, max(1, TOKENS_PER_RUN // longest))
-            yield order[start : start + size]
-            start += size
-
     def _embed(self, encodings: Sequence[Encoding]) -> np.ndarray:
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), np.int64)
-        mask = np.zeros((len(encodings), width), np.int64)
-        for row, encoding in enumerate(encodings):
-            ids[row, : len(encoding.ids)] = encoding.ids
-            mask[row, : len(encoding.ids)] = 1
-        feed = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feed["token_type_ids"] = np.zeros_like(ids)
+        feed = padded_feed(encodings, self._inputs)
+        mask = feed["attention_mask"]
         states = self._session.run(None, feed)[0]
         weights = mask.astype(np.float32)[:, :, None]
         pooled = (states * weights).sum(axis=1) / weights.sum(axis=1)
@@ -209,7 +223,7 @@ class Encoder:
         with tqdm(
             total=len(checked), unit="text", desc="encoding", disable=not show_progress
         ) as bar:
-            for positions in self._runs(encodings, batch_size):
+            for positions in length_runs(encodings, batch_size, TOKENS_PER_RUN):
                 out[positions] = self._embed([encodings[p] for p in positions])
                 bar.update(len(positions))
         return out
