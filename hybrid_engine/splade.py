@@ -386,6 +386,8 @@ class SpladeIndex:
             The directory is missing, truncated, corrupt, or not a SPLADE index of this format.
         ValueError
             An encoder of another model or vocabulary than the index's.
+        ModelNotFoundError
+            ``encoder`` is None and the SPLADE model is not prepared.
         """
         manifest, arrays = read_index_dir(path, FORMAT, FORMAT_VERSION, mmap=mmap, verify=verify)
         try:

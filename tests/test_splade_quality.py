@@ -18,9 +18,9 @@ from hybrid_engine.splade_encoder import SpladeEncoder
 
 pytestmark = pytest.mark.slow
 
-MEASURED_NDCG10 = 0.6440
+MEASURED_NDCG10 = 0.6436
 """splade-tiny fp32, documents cut at 256 tokens, exact float dot products (this file's
-brute-force scorer, measured on this machine; a prototype measured 0.644 too)."""
+brute-force scorer, measured on this machine; the index scored 0.6435, a prototype 0.644)."""
 
 
 class Memo:
