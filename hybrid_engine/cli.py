@@ -26,6 +26,10 @@ from hybrid_engine.evaluation.runner import (
 )
 from hybrid_engine.fusion import DEFAULT_METHOD, METHODS
 from hybrid_engine.model_store import (
+    BI_ENCODER,
+    SPLADE,
+    SPLADE_MODEL,
+    ModelInfo,
     ModelNotFoundError,
     default_model_path,
     models_dir,
@@ -248,10 +252,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_models_prepare(args: argparse.Namespace) -> int:
-    from hybrid_engine.prepare import prepare_model  # needs the export extra, only here
+    # Both need the export extra, so they are imported only here.
+    from hybrid_engine.prepare import prepare_model
+    from hybrid_engine.prepare_splade import prepare_splade
 
     log = (lambda message: None) if args.quiet else print
     prepare_model(args.output, int8=not args.no_int8, force=args.force, log=log)
+    prepare_splade(args.splade_output, int8=not args.no_int8, force=args.force, log=log)
     return 0
 
 
@@ -266,14 +273,21 @@ def _cmd_models_prepare_reranker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_models_info(args: argparse.Namespace) -> int:
-    info = read_model(args.path)
+def _print_model(info: ModelInfo) -> None:
     manifest = {key: value for key, value in info.manifest.items() if key != "files"}
     manifest["files"] = {
         name: entry["bytes"] for name, entry in sorted(info.manifest["files"].items())
     }
     print(f"{info.path}")
     print(json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def _cmd_models_info(args: argparse.Namespace) -> int:
+    if args.path is not None:
+        _print_model(read_model(args.path))
+        return 0
+    for kind in (BI_ENCODER, SPLADE):
+        _print_model(read_model(kind=kind))
     return 0
 
 
@@ -311,7 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--retriever",
         default="bm25",
-        help=f"comma-separated, from {sorted(RETRIEVERS)}; hybrid fuses bm25 and dense "
+        help=f"comma-separated, from {sorted(RETRIEVERS)}; hybrid fuses bm25 and dense, "
+        "hybrid3 bm25, dense and splade "
         "(default: bm25)",
     )
     p.add_argument("--split", default="test")
@@ -337,9 +352,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = models.add_parser(
         "prepare",
-        help="export the bi-encoder shipped in a PyPI package to ONNX (needs the export extra)",
+        help="export the bi-encoder and the SPLADE model shipped in PyPI packages to ONNX "
+        "(needs the export extra)",
     )
-    p.add_argument("--output", default=None, help=f"model folder (default: {default_model_path()})")
+    p.add_argument(
+        "--output", default=None, help=f"bi-encoder folder (default: {default_model_path()})"
+    )
+    p.add_argument(
+        "--splade-output",
+        default=None,
+        help=f"SPLADE model folder (default: {default_model_path(SPLADE_MODEL)})",
+    )
     p.add_argument("--no-int8", action="store_true", help="skip the int8 variant")
     p.add_argument("--force", action="store_true", help="prepare again if already prepared")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
@@ -361,8 +384,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="prepare again if already prepared")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(func=_cmd_models_prepare_reranker)
-    p = models.add_parser("info", help="print a prepared model's manifest (files checked)")
-    p.add_argument("path", nargs="?", default=None, help="model folder (default: the default)")
+    p = models.add_parser("info", help="print prepared models' manifests (files checked)")
+    p.add_argument(
+        "path", nargs="?", default=None, help="model folder (default: both default models)"
+    )
     p.set_defaults(func=_cmd_models_info)
 
     p = sub.add_parser("demo", help="BM25 and dense on scifact: top hits and the evaluation table")

@@ -1,10 +1,12 @@
-"""The hybrid engine: BM25 and dense retrieval over one corpus, fused, optionally diversified.
+"""The hybrid engine: BM25, dense and learned-sparse (SPLADE) retrieval over one corpus,
+fused, optionally diversified.
 
 Saved as one directory (``storage.write_index_dir``)::
 
     manifest.json     format "hybrid_engine.hybrid", the retrievers, the document count
     bm25/             a BM25Index directory
     dense/            a DenseIndex directory
+    splade/           a SpladeIndex directory
 """
 
 from __future__ import annotations
@@ -25,12 +27,15 @@ from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.fusion import DEFAULT_METHOD, fuse
 from hybrid_engine.mmr import mmr as mmr_rerank
 from hybrid_engine.results import SearchResult
+from hybrid_engine.splade import SparseEncoder, SpladeIndex
 from hybrid_engine.storage import read_index_dir, write_index_dir
 
 FORMAT = "hybrid_engine.hybrid"
 FORMAT_VERSION = 1
-RETRIEVERS = ("bm25", "dense")
-"""Retrievers a ``HybridIndex`` can combine."""
+RETRIEVERS = ("bm25", "dense", "splade")
+"""Retrievers a ``HybridIndex`` can combine, in the order of their legs (and fusion weights)."""
+DEFAULT_RETRIEVERS = ("bm25", "dense")
+"""The retrievers of ``HybridIndex.build`` by default."""
 DEFAULT_DEPTH = 100
 """Hits each retriever hands to fusion."""
 
@@ -42,15 +47,16 @@ class HybridResult(SearchResult):
     Attributes
     ----------
     timings : dict of str to float
-        ``"bm25"``, ``"dense"`` (query encoding included), ``"fusion"``, ``"mmr"`` (when
-        used) and ``"total"``.
+        ``"bm25"``, ``"dense"`` and ``"splade"`` (query encoding included) for the legs used,
+        ``"fusion"``, ``"mmr"`` (when used) and ``"total"``.
     """
 
     timings: dict[str, float] = field(default_factory=dict)
 
 
 class HybridIndex:
-    """BM25 and dense retrieval over the same documents, fused into one ranking.
+    """BM25, dense and SPLADE retrieval (any of them) over the same documents, fused into one
+    ranking.
 
     Build one with ``HybridIndex.build`` or read one with ``HybridIndex.load``.
 
@@ -59,12 +65,14 @@ class HybridIndex:
     Thread-safe for ``search`` (each stage is); not while ``save`` runs elsewhere.
     """
 
-    def __init__(self, bm25: BM25Index | None, dense: DenseIndex | None) -> None:
+    def __init__(
+        self, bm25: BM25Index | None, dense: DenseIndex | None, splade: SpladeIndex | None = None
+    ) -> None:
         """Private: use ``build`` or ``load``."""
         self._bm25 = bm25
         self._dense = dense
-        first = bm25 if bm25 is not None else dense
-        assert first is not None
+        self._splade = splade
+        first = next(leg for leg in (bm25, dense, splade) if leg is not None)
         self._doc_ids = first.doc_ids
 
     @classmethod
@@ -72,8 +80,9 @@ class HybridIndex:
         cls,
         corpus: Iterable[Document],
         *,
-        retrievers: Sequence[str] = RETRIEVERS,
+        retrievers: Sequence[str] = DEFAULT_RETRIEVERS,
         encoder: TextEncoder | None = None,
+        splade_encoder: SparseEncoder | None = None,
         embedding_cache: EmbeddingCache | None = None,
         num_threads: int | None = None,
         show_progress: bool = False,
@@ -84,12 +93,15 @@ class HybridIndex:
         ----------
         corpus : iterable of str or dict
             Documents as in ``BM25Index.build``; read into memory once (every retriever
-            indexes the same documents). Every document needs some text when ``"dense"`` is
-            used.
-        retrievers : sequence of {"bm25", "dense"}
-            One or both.
+            indexes the same documents). Every document needs some text when ``"dense"`` or
+            ``"splade"`` is used.
+        retrievers : sequence of {"bm25", "dense", "splade"}
+            Any of them; legs are kept in the order of ``RETRIEVERS`` whatever the order here.
+            Default ``DEFAULT_RETRIEVERS``.
         encoder : TextEncoder, optional
             For ``"dense"``; the default ``Encoder.load()`` when None.
+        splade_encoder : SparseEncoder, optional
+            For ``"splade"``; the default ``SpladeEncoder.load()`` when None.
         embedding_cache : EmbeddingCache, optional
             Passed to ``DenseIndex.build``.
         num_threads, show_progress
@@ -102,10 +114,10 @@ class HybridIndex:
         """
         chosen = _check_retrievers(retrievers)
         documents = list(corpus)
-        if "dense" in chosen:
+        if "dense" in chosen or "splade" in chosen:
             texts = [document_text(doc, i)[0] for i, doc in enumerate(documents)]
             check_texts(texts, "document")  # blank documents fail before any encoding
-        bm25 = dense = None
+        bm25 = dense = splade = None
         if "bm25" in chosen:
             bm25 = BM25Index.build(documents, num_threads=num_threads, show_progress=show_progress)
         if "dense" in chosen:
@@ -120,15 +132,21 @@ class HybridIndex:
                 num_threads=num_threads,
                 show_progress=show_progress,
             )
-        return cls(bm25, dense)
+        if "splade" in chosen:
+            splade = SpladeIndex.build(
+                documents,
+                encoder=splade_encoder,
+                num_threads=num_threads,
+                show_progress=show_progress,
+            )
+        return cls(bm25, dense, splade)
 
     @property
     def retrievers(self) -> tuple[str, ...]:
         """The retrievers this index combines."""
+        legs = (self._bm25, self._dense, self._splade)
         return tuple(
-            name
-            for name, index in (("bm25", self._bm25), ("dense", self._dense))
-            if index is not None
+            name for name, index in zip(RETRIEVERS, legs, strict=True) if index is not None
         )
 
     @property
@@ -140,6 +158,11 @@ class HybridIndex:
     def dense(self) -> DenseIndex | None:
         """The dense leg, if any."""
         return self._dense
+
+    @property
+    def splade(self) -> SpladeIndex | None:
+        """The SPLADE leg, if any."""
+        return self._splade
 
     @property
     def doc_ids(self) -> DocIds:
@@ -214,6 +237,10 @@ class HybridIndex:
             query_vectors = encoder.encode(list(queries))
             legs.append(self._dense.search(query_vectors, width, num_threads=num_threads))
             timings["dense"] = (time.perf_counter() - tick) * 1000
+        if self._splade is not None:
+            tick = time.perf_counter()
+            legs.append(self._splade.search(queries, width, num_threads=num_threads))
+            timings["splade"] = (time.perf_counter() - tick) * 1000
         tick = time.perf_counter()
         fused_k = mmr_candidates if mmr is not None else int(k)
         result = fuse(legs, fused_k, method=fusion, weights=weights, depth=width)
@@ -232,6 +259,8 @@ class HybridIndex:
             directories["bm25"] = self._bm25.save
         if self._dense is not None:
             directories["dense"] = self._dense.save
+        if self._splade is not None:
+            directories["splade"] = self._splade.save
         metadata = {"retrievers": list(self.retrievers), "num_documents": len(self)}
         write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, {}, directories=directories)
 
@@ -241,6 +270,7 @@ class HybridIndex:
         path: str | os.PathLike[str],
         *,
         encoder: TextEncoder | None = None,
+        splade_encoder: SparseEncoder | None = None,
         mmap: bool = False,
     ) -> HybridIndex:
         """Read an index written by ``save``.
@@ -250,6 +280,9 @@ class HybridIndex:
         encoder : TextEncoder, optional
             For the dense leg's text queries; the default ``Encoder.load()`` when None. It must
             be the model that built the index.
+        splade_encoder : SparseEncoder, optional
+            For the SPLADE leg; the default ``SpladeEncoder.load()`` when None. It must be the
+            model that built the index.
 
         Raises
         ------
@@ -273,20 +306,22 @@ class HybridIndex:
 
                 encoder = Encoder.load()
             dense = DenseIndex.load(root / "dense", encoder=encoder, mmap=mmap)
-        for leg in (bm25, dense):
+        splade = None
+        if "splade" in chosen:
+            splade = SpladeIndex.load(root / "splade", encoder=splade_encoder, mmap=mmap)
+        for leg in (bm25, dense, splade):
             if leg is not None and len(leg.doc_ids) != n_docs:
                 raise IndexFormatError(
                     f"{path}: a leg holds {len(leg.doc_ids)} documents, the manifest {n_docs}; "
                     "rebuild the index"
                 )
-        return cls(bm25, dense)
+        return cls(bm25, dense, splade)
 
 
 def _check_retrievers(retrievers: Sequence[str]) -> tuple[str, ...]:
     if isinstance(retrievers, str):
         retrievers = [retrievers]
-    chosen = tuple(dict.fromkeys(retrievers))
-    unknown = [r for r in chosen if r not in RETRIEVERS]
-    if unknown or not chosen:
-        raise ValueError(f"unknown retriever(s) {unknown or chosen}; choose from {RETRIEVERS}")
-    return chosen
+    unknown = [r for r in retrievers if r not in RETRIEVERS]
+    if unknown or not retrievers:
+        raise ValueError(f"unknown retriever(s) {unknown or retrievers}; choose from {RETRIEVERS}")
+    return tuple(r for r in RETRIEVERS if r in retrievers)

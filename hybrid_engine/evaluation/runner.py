@@ -17,6 +17,8 @@ from hybrid_engine.evaluation.datasets import Dataset
 from hybrid_engine.evaluation.metrics import evaluate, parse_metric, run_from_results
 from hybrid_engine.hybrid import HybridIndex
 from hybrid_engine.results import SearchResult
+from hybrid_engine.splade import SpladeIndex
+from hybrid_engine.splade_encoder import SpladeEncoder
 
 DEFAULT_METRICS = ("ndcg@10", "recall@100", "mrr@10", "map@100", "hit_rate@1", "hit_rate@5")
 """Metrics of ``hybrid-engine eval``; the run is retrieved to the deepest cutoff."""
@@ -64,14 +66,33 @@ def _dense_index(
     )
 
 
+def _splade(
+    dataset: Dataset, num_threads: int | None, show_progress: bool
+) -> tuple[Searcher, Sequence[str]]:
+    index = SpladeIndex.build(
+        documents_with_text(dataset),
+        encoder=SpladeEncoder.load(num_threads=num_threads),
+        show_progress=show_progress,
+    )
+    return (lambda queries, k: index.search(queries, k, num_threads=num_threads)), index.doc_ids
+
+
 def build_hybrid(
-    dataset: Dataset, num_threads: int | None = None, show_progress: bool = False
+    dataset: Dataset,
+    num_threads: int | None = None,
+    show_progress: bool = False,
+    retrievers: Sequence[str] = ("bm25", "dense"),
 ) -> HybridIndex:
-    """The ``hybrid`` retriever's index: BM25 and fp32 dense over the documents with text,
-    corpus embeddings through the default ``EmbeddingCache``."""
+    """The ``hybrid`` retriever's index: BM25 and fp32 dense (plus fp32 SPLADE when
+    ``retrievers`` names it) over the documents with text, corpus embeddings through the
+    default ``EmbeddingCache``."""
     return HybridIndex.build(
         documents_with_text(dataset),
+        retrievers=retrievers,
         encoder=Encoder.load(num_threads=num_threads),
+        splade_encoder=(
+            SpladeEncoder.load(num_threads=num_threads) if "splade" in retrievers else None
+        ),
         embedding_cache=EmbeddingCache(),
         num_threads=num_threads,
         show_progress=show_progress,
@@ -79,22 +100,29 @@ def build_hybrid(
 
 
 def _hybrid(
-    dataset: Dataset, num_threads: int | None, show_progress: bool
-) -> tuple[Searcher, Sequence[str]]:
-    """``HybridIndex``: BM25 and fp32 dense, their top ``HYBRID_DEPTH`` fused by default."""
-    engine = build_hybrid(dataset, num_threads, show_progress)
+    retrievers: Sequence[str],
+) -> Callable[[Dataset, int | None, bool], tuple[Searcher, Sequence[str]]]:
+    def build(
+        dataset: Dataset, num_threads: int | None, show_progress: bool
+    ) -> tuple[Searcher, Sequence[str]]:
+        """``HybridIndex`` of ``retrievers``, their top ``HYBRID_DEPTH`` fused by default."""
+        engine = build_hybrid(dataset, num_threads, show_progress, retrievers)
 
-    def search(queries: Sequence[str], k: int) -> SearchResult:
-        return engine.search(queries, k, depth=max(k, HYBRID_DEPTH), num_threads=num_threads)
+        def search(queries: Sequence[str], k: int) -> SearchResult:
+            return engine.search(queries, k, depth=max(k, HYBRID_DEPTH), num_threads=num_threads)
 
-    return search, engine.doc_ids
+        return search, engine.doc_ids
+
+    return build
 
 
 RETRIEVERS: dict[str, Callable[[Dataset, int | None, bool], tuple[Searcher, Sequence[str]]]] = {
     "bm25": _bm25,
     "dense": _dense("fp32"),
     "dense-int8": _dense("int8"),
-    "hybrid": _hybrid,
+    "splade": _splade,
+    "hybrid": _hybrid(("bm25", "dense")),
+    "hybrid3": _hybrid(("bm25", "dense", "splade")),
 }
 """Retriever name -> function building it over a dataset's corpus, returning (search, doc ids)."""
 
