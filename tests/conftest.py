@@ -62,8 +62,18 @@ def _export_extra(what: str):  # type: ignore[no-untyped-def]
         pytest.skip(message)
 
 
-CROSS_ENCODER_TRAINING = {"data": "a test fixture", "validation": {"ndcg@10": 0.5}}
-"""The ``training.json`` the test cross-encoder's source folder carries."""
+CROSS_ENCODER_TRAINING = {
+    "data": "a test fixture",
+    "validation": {
+        "accepted": True,
+        "mode": "rerank",
+        "blend_weight": None,
+        "fused": 0.5,
+        "best": 0.6,
+    },
+}
+"""The ``training.json`` the test cross-encoder's source folder carries (a validation record
+in the trainer's shape, accepted, so the engine reranks with it)."""
 
 
 @pytest.fixture(scope="session")

@@ -74,6 +74,8 @@ def test_save_load_round_trip(engine: HybridIndex, tmp_path: Path) -> None:
         "bm25",
         "dense",
         "manifest.json",
+        "text_bytes.npy",
+        "text_offsets.npy",
     ]
     with pytest.raises(ValueError, match="built by the model"):
         HybridIndex.load(tmp_path / "hybrid", encoder=HashingEncoder(name="other"))
@@ -160,6 +162,8 @@ def test_three_way_save_load(engine3: HybridIndex, tmp_path: Path) -> None:
         "dense",
         "manifest.json",
         "splade",
+        "text_bytes.npy",
+        "text_offsets.npy",
     ]
     loaded = HybridIndex.load(
         tmp_path / "hybrid3", encoder=HashingEncoder(), splade_encoder=HashingSparseEncoder()
