@@ -20,7 +20,9 @@ from hybrid_engine.evaluation import Dataset, DatasetError, load_beir, load_corp
 from hybrid_engine.evaluation.plot import plot_quality_latency
 from hybrid_engine.evaluation.runner import (
     RETRIEVERS,
+    BuildOptions,
     evaluate_retriever,
+    load_reranker,
     parse_retrievers,
     score_searcher,
 )
@@ -155,13 +157,17 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     names = parse_retrievers(args.retriever)  # before loading: a typo fails at once
+    options = BuildOptions(
+        num_threads=args.threads,
+        show_progress=not args.quiet,
+        reranker=args.reranker,
+        rerank_variant=args.rerank_variant,
+        rerank_max_length=args.rerank_max_length,
+    )
+    if "rerank" in names:
+        load_reranker(options)  # a missing or wrong model fails before any indexing
     dataset = load_beir(args.dataset, args.split)
-    rows = {
-        name: evaluate_retriever(
-            dataset, name, num_threads=args.threads, show_progress=not args.quiet
-        ).to_dict()
-        for name in names
-    }
+    rows = {name: evaluate_retriever(dataset, name, options=options).to_dict() for name in names}
     print(
         f"{dataset.name} ({args.split}: {len(dataset.queries)} queries, "
         f"{len(dataset.corpus)} documents)"
@@ -326,13 +332,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--retriever",
         default="bm25",
         help=f"comma-separated, from {sorted(RETRIEVERS)}; hybrid fuses bm25 and dense, "
-        "hybrid3 bm25, dense and splade "
+        "hybrid3 bm25, dense and splade, rerank reranks hybrid's top 30 with --reranker "
         "(default: bm25)",
     )
     p.add_argument("--split", default="test")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     p.add_argument("--plot", metavar="FILE", help="also write a PNG of nDCG@10 against p95 latency")
+    p.add_argument(
+        "--reranker",
+        default=None,
+        help="the rerank configuration's cross-encoder: a prepared folder or its name in "
+        f"{models_dir()}",
+    )
+    p.add_argument("--rerank-variant", choices=("int8", "fp32"), default="int8")
+    p.add_argument(
+        "--rerank-max-length",
+        type=int,
+        default=None,
+        help="tokens per (query, passage) pair (default: the model's)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_eval)
 
