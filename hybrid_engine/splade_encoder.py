@@ -21,8 +21,9 @@ from hybrid_engine.onnx_session import create_session
 
 TOKENS_PER_RUN = 1024
 """Most padded tokens in one ONNX Runtime call. The graph's vocabulary projection makes a
-(tokens x 30,522) float32 tensor before pooling (125 MB at 1,024 tokens): smaller runs keep it
-nearer the cache."""
+(tokens x 30,522) float32 tensor before pooling, 125 MB at 1,024 tokens; runs of 512, 1,024
+and 2,048 tokens encoded SciFact passages equally fast here (23-24 docs/s fp32), so this bounds
+memory at no cost."""
 
 
 class SparseVectors(NamedTuple):
