@@ -362,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--negatives", type=int, default=3, help="negatives per positive")
     p.add_argument("--negative-mode", default="hard", choices=NEGATIVE_MODES)
     p.add_argument("--max-self-pairs", type=int, default=2000)
-    p.add_argument("--max-length", type=int, default=96, help="tokens per (query, passage)")
+    p.add_argument("--max-length", type=int, default=64, help="tokens per (query, passage)")
     p.add_argument("--epochs", type=float, default=1.5)
     p.add_argument("--batch-size", type=int, default=8, help="groups per step")
     p.add_argument("--lr-body", type=float, default=5e-5)

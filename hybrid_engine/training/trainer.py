@@ -186,7 +186,7 @@ def train_reranker(
     negatives: int = 3,
     negative_mode: str = "hard",
     max_self_pairs: int | None = 2000,
-    max_length: int = 96,
+    max_length: int = 64,
     epochs: float = 1.5,
     batch_size: int = 8,
     lr_body: float = 5e-5,
