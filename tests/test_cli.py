@@ -49,6 +49,12 @@ def test_errors_exit_2_with_a_message(tmp_path: Path, capsys) -> None:
     assert "error" in capsys.readouterr().err
 
 
+def test_train_reranker_refuses_the_test_split_before_loading(tmp_path: Path, capsys) -> None:
+    argv = ["train-reranker", str(tmp_path / "absent"), "--split", "test", "--out", "m"]
+    assert main(argv) == 2
+    assert "refusing to train a reranker on the 'test' split" in capsys.readouterr().err
+
+
 def test_eval_writes_the_json_shape(shared_data: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "eval.json"
     dataset = shared_data / "beir" / "cranfield"

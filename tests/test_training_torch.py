@@ -1,0 +1,146 @@
+"""Reranker training with PyTorch on a tiny random BERT (seconds): loss, trainer, record.
+
+Needs the export extra (PyTorch, transformers, the weights package for its tokenizer): absent,
+the tests fail under CI and skip elsewhere, as the model fixtures of conftest do.
+"""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from hybrid_engine.training.trainer import TRAINING_RECORD, listwise_loss, train_reranker
+
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "special_tokens_map.json",
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer, 32-wide random BERT with one logit and all-MiniLM-L6-v2's tokenizer."""
+    try:
+        import torch
+        import transformers
+
+        from hybrid_engine.training.trainer import base_model_path
+
+        base = base_model_path()
+    except Exception as exc:  # ImportError, or HybridEngineError naming the extra
+        if os.environ.get("CI"):
+            pytest.fail(f"the export extra is missing: {exc}")
+        pytest.skip(f"the export extra is missing: {exc}")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=transformers.AutoConfig.from_pretrained(str(base)).vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=1,
+    )
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    transformers.BertForSequenceClassification(config).save_pretrained(str(folder))
+    for name in TOKENIZER_FILES:
+        shutil.copy(base / name, folder / name)
+    return folder
+
+
+def test_listwise_loss_decreases_on_a_fixed_batch(tiny_source: Path) -> None:
+    import torch
+
+    from hybrid_engine.training.trainer import load_base
+
+    model, tokenizer = load_base(tiny_source, max_length=32)
+    queries = ["vitamin d and bones"] * 3 + ["aspirin and the heart"] * 3
+    passages = ["vitamin d builds bone", "the stock market", "jazz music"] * 1 + [
+        "aspirin lowers heart attack risk",
+        "football results",
+        "a recipe for bread",
+    ]
+    batch = tokenizer(queries, passages, padding=True, return_tensors="pt")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)  # tiny random model
+    losses = []
+    model.train()
+    for _ in range(15):
+        loss = listwise_loss(model(**batch).logits.view(2, 3))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    assert losses[0] == pytest.approx(float(torch.log(torch.tensor(3.0))), abs=0.2)
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def _write_beir(folder: Path) -> None:
+    topics = ["vitamin", "aspirin", "insulin", "gene", "virus", "protein", "neuron", "lung"]
+    (folder / "qrels").mkdir(parents=True)
+    docs, queries, qrels = [], [], ["query-id\tcorpus-id\tscore"]
+    for i, topic in enumerate(topics):
+        for j in range(3):
+            text = f"The {topic} study number {j}. It reports {topic} effects in {j + 2} trials."
+            docs.append(
+                {"_id": f"d{i}-{j}", "title": f"A {topic} report, number {j}", "text": text}
+            )
+        queries.append({"_id": f"q{i}", "text": f"what does {topic} do"})
+        qrels.append(f"q{i}\td{i}-0\t1")
+    lines = [json.dumps(doc) for doc in docs]
+    (folder / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    lines = [json.dumps(query) for query in queries]
+    (folder / "queries.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "qrels" / "train.tsv").write_text("\n".join(qrels) + "\n", encoding="utf-8")
+
+
+@pytest.mark.slow  # indexing, a few training steps, validation and an ONNX export
+def test_train_reranker_writes_model_and_record(
+    tiny_source: Path, model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HYBRID_ENGINE_CACHE", str(tmp_path / "cache"))
+    _write_beir(tmp_path / "tiny")
+    out = tmp_path / "model"
+    messages: list[str] = []
+    prepared = train_reranker(
+        tmp_path / "tiny",
+        out,
+        supervision=("qrels", "self"),
+        validation_fraction=0.25,
+        negatives=2,
+        epochs=1,
+        batch_size=4,
+        max_length=48,
+        num_threads=1,
+        source=tiny_source,
+        prepared_output=tmp_path / "prepared",
+        int8=False,
+        show_progress=False,
+        log=messages.append,
+    )
+    record = json.loads((out / TRAINING_RECORD).read_text())
+    data = record["data"]
+    assert data["split"] == "train" and data["validation_queries"] == 2
+    assert data["training_queries"] == 6 and data["pairs"]["qrels"] == 6
+    assert data["pairs"]["title"] > 0 and data["negatives"] == 2
+    validation = record["validation"]
+    assert validation["queries"] == 2 and validation["accepted"] == (
+        validation["best"] > validation["fused"]
+    )
+    assert record["settings"]["max_length"] == 48 and record["seed"] == 0
+    assert {"torch", "transformers", "hybrid_engine"} <= set(record["versions"])
+    assert any(m.startswith("validation ndcg@10 over 2 queries") for m in messages)
+    tokenizer = json.loads((out / "tokenizer.json").read_text())
+    assert tokenizer["padding"] is None and tokenizer["truncation"]["max_length"] == 48
+    assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
+    # The prepared ONNX folder carries the record, and scores as the PyTorch model does.
+    from hybrid_engine.cross_encoder import CrossEncoder
+
+    assert prepared == tmp_path / "prepared"
+    cross_encoder = CrossEncoder.load(prepared)
+    assert cross_encoder.training == record
+    assert cross_encoder.score(["what does gene do"], ["The gene study."]).shape == (1,)
+    with pytest.raises(FileExistsError, match="exists"):
+        train_reranker(tmp_path / "tiny", out, source=tiny_source)
