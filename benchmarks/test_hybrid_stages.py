@@ -3,9 +3,10 @@
 Each benchmark runs one stage for 50 SciFact claims, one query per call, as the hybrid
 ``HybridIndex.search`` does: BM25 top 100, dense query encoding (fp32 and int8), dense HNSW top
 100 from the query vector, DBSF fusion of the two lists, MMR over the fused top 30, and the whole
-``HybridIndex.search``. There is no peer: the figures are the stages' shares of the budget
-(median round time / 50 per query). Needs a prepared model; corpus embeddings come from the
-embedding cache.
+``HybridIndex.search``; for the third leg, SPLADE query encoding and the SPLADE top 100 from
+the query vector (its index encodes the corpus once, minutes on 2 cores). There is no peer: the
+figures are the stages' shares of the budget (median round time / 50 per query). Needs the
+prepared models; corpus embeddings come from the embedding cache.
 """
 
 from __future__ import annotations
@@ -93,3 +94,33 @@ def test_mmr(benchmark, stages):
 def test_whole_search(benchmark, stages):
     engine, queries = stages["engine"], stages["queries"]
     _run(benchmark, "hybrid_search", lambda: [engine.search([q], 10) for q in queries])
+
+
+@pytest.fixture(scope="module")
+def splade_stages(shared_data: Any, scifact_queries: list[str]) -> dict[str, Any]:
+    from hybrid_engine import SpladeEncoder, SpladeIndex
+    from hybrid_engine.evaluation import load_beir
+
+    try:
+        encoder = SpladeEncoder.load()
+    except ModelNotFoundError as exc:
+        pytest.skip(str(exc))
+    corpus = load_beir(shared_data / "beir" / "scifact").corpus
+    index = SpladeIndex.build(corpus, encoder=encoder)
+    queries = scifact_queries[:QUERIES]
+    return {
+        "index": index,
+        "encoder": encoder,
+        "queries": queries,
+        "vectors": [encoder.encode([q]) for q in queries],
+    }
+
+
+def test_splade_query_encoding(benchmark, splade_stages):
+    encoder, queries = splade_stages["encoder"], splade_stages["queries"]
+    _run(benchmark, "encode_splade", lambda: [encoder.encode([q]) for q in queries])
+
+
+def test_splade_top100(benchmark, splade_stages):
+    index, vectors = splade_stages["index"], splade_stages["vectors"]
+    _run(benchmark, "splade", lambda: [index.search(v, 100, num_threads=1) for v in vectors])

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hybrid_engine/analyzer.hpp"
+#include "hybrid_engine/impact_index.hpp"
 #include "hybrid_engine/index_builder.hpp"
 #include "hybrid_engine/query_encoder.hpp"
 #include "hybrid_engine/string_table.hpp"
@@ -121,6 +122,45 @@ PYBIND11_MODULE(_core, m) {
             out["doc_lengths"] = to_numpy(std::move(arrays.doc_lengths));
             return out;
         });
+
+    m.def(
+        "invert_impacts",
+        [](const CArray<int64_t>& doc_offsets, const CArray<int32_t>& terms,
+           const CArray<uint8_t>& impacts, int64_t n_terms) {
+            if (doc_offsets.ndim() != 1 || terms.ndim() != 1 || impacts.ndim() != 1 ||
+                doc_offsets.size() < 1) {
+                throw py::value_error(
+                    "doc_offsets, terms and impacts must be 1-d, doc_offsets "
+                    "non-empty (n_docs + 1 entries)");
+            }
+            if (terms.size() != impacts.size()) {
+                throw py::value_error("terms and impacts must have the same length, got " +
+                                      std::to_string(terms.size()) + " and " +
+                                      std::to_string(impacts.size()));
+            }
+            if (n_terms < 0) {
+                throw py::value_error("n_terms must be >= 0, got " + std::to_string(n_terms));
+            }
+            const int64_t* offsets = doc_offsets.data();
+            const auto n_docs = static_cast<std::size_t>(doc_offsets.size() - 1);
+            const int32_t* term_data = terms.data();
+            const uint8_t* impact_data = impacts.data();
+            const auto n_entries = static_cast<std::size_t>(terms.size());
+            he::ImpactIndexArrays arrays;
+            {
+                py::gil_scoped_release release;
+                arrays = he::invert_impacts(offsets, n_docs, term_data, impact_data, n_entries,
+                                            static_cast<std::size_t>(n_terms));
+            }
+            py::dict out;
+            out["posting_offsets"] = to_numpy(std::move(arrays.posting_offsets));
+            out["doc_freqs"] = to_numpy(std::move(arrays.doc_freqs));
+            out["doc_ids"] = to_numpy(std::move(arrays.doc_ids));
+            out["impacts"] = to_numpy(std::move(arrays.impacts));
+            return out;
+        },
+        py::arg("doc_offsets").noconvert(), py::arg("terms").noconvert(),
+        py::arg("impacts").noconvert(), py::arg("n_terms"));
 
     py::class_<he::QueryEncoder>(m, "QueryEncoder")
         .def(py::init([](he::AnalyzerConfig config,

@@ -14,6 +14,8 @@ from hybrid_engine.mmr import mmr
 from hybrid_engine.model_store import ModelNotFoundError
 from hybrid_engine.rerank import rerank
 from hybrid_engine.results import PAD_ID, SearchResult
+from hybrid_engine.splade import SpladeIndex
+from hybrid_engine.splade_encoder import SparseVectors, SpladeEncoder
 
 __all__ = [
     "PAD_ID",
@@ -31,6 +33,9 @@ __all__ = [
     "IndexFormatError",
     "ModelNotFoundError",
     "SearchResult",
+    "SparseVectors",
+    "SpladeEncoder",
+    "SpladeIndex",
     "__version__",
     "fuse",
     "mmr",

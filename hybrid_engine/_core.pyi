@@ -28,6 +28,13 @@ class IndexBuilder:
     def num_documents(self) -> int: ...
     def finish(self) -> dict[str, npt.NDArray[np.generic]]: ...
 
+def invert_impacts(
+    doc_offsets: npt.NDArray[np.int64],
+    terms: npt.NDArray[np.int32],
+    impacts: npt.NDArray[np.uint8],
+    n_terms: int,
+) -> dict[str, npt.NDArray[np.generic]]: ...
+
 class QueryEncoder:
     def __init__(
         self,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 _lock = threading.Lock()
@@ -41,3 +43,16 @@ def shared_pool(workers: int) -> ThreadPoolExecutor:
             )
             _pool_size = max(workers, default_threads())
         return _pool
+
+
+def run_split(n: int, threads: int, work: Callable[[int, int], None]) -> None:
+    """Run ``work(start, stop)`` over ``threads`` contiguous slices of ``range(n)`` on the
+    shared pool (inline when ``threads == 1``); re-raises the first error."""
+    if threads <= 1:
+        work(0, n)
+        return
+    bounds = [n * i // threads for i in range(threads + 1)]
+    pool = shared_pool(threads)
+    futures = [pool.submit(work, lo, hi) for lo, hi in itertools.pairwise(bounds)]
+    for future in futures:
+        future.result()

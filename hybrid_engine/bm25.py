@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 from collections.abc import Iterable, Sequence
@@ -14,7 +13,7 @@ from tqdm.auto import tqdm
 
 from hybrid_engine import _bm25_kernels as kernels
 from hybrid_engine import _core
-from hybrid_engine._threads import check_threads, default_threads, shared_pool
+from hybrid_engine._threads import check_threads, default_threads, run_split
 from hybrid_engine.analysis import AnalyzerConfig
 from hybrid_engine.corpus import DocIds, Document, iter_batches
 from hybrid_engine.errors import IndexFormatError
@@ -330,17 +329,7 @@ class BM25Index:
             threads = min(default_threads(), max(1, n // _QUERIES_PER_THREAD))
         else:
             threads = min(check_threads(num_threads), n)
-        if threads == 1:
-            self._search_range(encoded, 0, n, out)
-            return out
-        bounds = [n * i // threads for i in range(threads + 1)]
-        pool = shared_pool(threads)
-        futures = [
-            pool.submit(self._search_range, encoded, lo, hi, out)
-            for lo, hi in itertools.pairwise(bounds)
-        ]
-        for future in futures:
-            future.result()
+        run_split(n, threads, lambda lo, hi: self._search_range(encoded, lo, hi, out))
         return out
 
     # -- persistence --------------------------------------------------------------------------

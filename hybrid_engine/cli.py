@@ -17,14 +17,21 @@ from hybrid_engine.embedding_cache import EmbeddingCache
 from hybrid_engine.encoder import Encoder
 from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.evaluation import Dataset, DatasetError, load_beir, load_corpus
+from hybrid_engine.evaluation.plot import plot_quality_latency
 from hybrid_engine.evaluation.runner import (
     RETRIEVERS,
+    BuildOptions,
     evaluate_retriever,
+    load_reranker,
     parse_retrievers,
     score_searcher,
 )
 from hybrid_engine.fusion import DEFAULT_METHOD, METHODS
 from hybrid_engine.model_store import (
+    BI_ENCODER,
+    SPLADE,
+    SPLADE_MODEL,
+    ModelInfo,
     ModelNotFoundError,
     default_model_path,
     models_dir,
@@ -58,15 +65,32 @@ def _analyzer(args: argparse.Namespace) -> AnalyzerConfig:
     )
 
 
-def _print_table(rows: dict[str, dict[str, float]]) -> None:
-    columns = list(next(iter(rows.values())))
+def _print_table(rows: dict[str, dict[str, float]], columns: list[str] | None = None) -> None:
+    """One line per row; ``columns`` default to the first row's keys, missing cells show -."""
+    if columns is None:
+        columns = list(next(iter(rows.values())))
     widths = {c: max(len(c), 8) + 2 for c in columns}
     header = f"{'retriever':<12}" + "".join(f"{c:>{widths[c]}}" for c in columns)
     print(header)
     print("-" * len(header))
     for name, values in rows.items():
-        cells = "".join(f"{values[c]:>{widths[c]}.{_digits(c)}f}" for c in columns)
+        cells = "".join(
+            f"{values[c]:>{widths[c]}.{_digits(c)}f}" if c in values else f"{'-':>{widths[c]}}"
+            for c in columns
+        )
         print(f"{name:<12}{cells}")
+
+
+def _print_eval_tables(rows: dict[str, dict[str, float]]) -> None:
+    """Quality, throughput and whole-call latency; then per-stage latency, if any."""
+    every_column = dict.fromkeys(c for row in rows.values() for c in row)
+    stage_columns = [c for c in every_column if c.endswith(("_p50_ms", "_p95_ms"))]
+    main_columns = [c for c in next(iter(rows.values())) if c not in stage_columns]
+    _print_table(rows, main_columns)
+    staged = {name: row for name, row in rows.items() if any(c in row for c in stage_columns)}
+    if staged:
+        print("\nper-stage latency, one query per call (ms)")
+        _print_table(staged, stage_columns)
 
 
 def _digits(column: str) -> int:
@@ -133,21 +157,30 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     names = parse_retrievers(args.retriever)  # before loading: a typo fails at once
+    options = BuildOptions(
+        num_threads=args.threads,
+        show_progress=not args.quiet,
+        reranker=args.reranker,
+        rerank_variant=args.rerank_variant,
+        rerank_max_length=args.rerank_max_length,
+    )
+    if "rerank" in names:
+        load_reranker(options)  # a missing or wrong model fails before any indexing
     dataset = load_beir(args.dataset, args.split)
-    rows = {
-        name: evaluate_retriever(
-            dataset, name, num_threads=args.threads, show_progress=not args.quiet
-        ).to_dict()
-        for name in names
-    }
+    rows = {name: evaluate_retriever(dataset, name, options=options).to_dict() for name in names}
     print(
         f"{dataset.name} ({args.split}: {len(dataset.queries)} queries, "
         f"{len(dataset.corpus)} documents)"
     )
-    _print_table(rows)
+    _print_eval_tables(rows)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {args.json}")
+    if args.plot:
+        plot_quality_latency(
+            rows, args.plot, title=f"{dataset.name} ({args.split}): quality vs p95 latency"
+        )
+        print(f"wrote {args.plot}")
     return 0
 
 
@@ -225,10 +258,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_models_prepare(args: argparse.Namespace) -> int:
-    from hybrid_engine.prepare import prepare_model  # needs the export extra, only here
+    # Both need the export extra, so they are imported only here.
+    from hybrid_engine.prepare import prepare_model
+    from hybrid_engine.prepare_splade import prepare_splade
 
     log = (lambda message: None) if args.quiet else print
     prepare_model(args.output, int8=not args.no_int8, force=args.force, log=log)
+    prepare_splade(args.splade_output, int8=not args.no_int8, force=args.force, log=log)
     return 0
 
 
@@ -243,14 +279,21 @@ def _cmd_models_prepare_reranker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_models_info(args: argparse.Namespace) -> int:
-    info = read_model(args.path)
+def _print_model(info: ModelInfo) -> None:
     manifest = {key: value for key, value in info.manifest.items() if key != "files"}
     manifest["files"] = {
         name: entry["bytes"] for name, entry in sorted(info.manifest["files"].items())
     }
     print(f"{info.path}")
     print(json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def _cmd_models_info(args: argparse.Namespace) -> int:
+    if args.path is not None:
+        _print_model(read_model(args.path))
+        return 0
+    for kind in (BI_ENCODER, SPLADE):
+        _print_model(read_model(kind=kind))
     return 0
 
 
@@ -288,12 +331,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--retriever",
         default="bm25",
-        help=f"comma-separated, from {sorted(RETRIEVERS)}; hybrid fuses bm25 and dense "
+        help=f"comma-separated, from {sorted(RETRIEVERS)}; hybrid fuses bm25 and dense, "
+        "hybrid3 bm25, dense and splade, rerank reranks hybrid's top 30 with --reranker "
         "(default: bm25)",
     )
     p.add_argument("--split", default="test")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    p.add_argument("--plot", metavar="FILE", help="also write a PNG of nDCG@10 against p95 latency")
+    p.add_argument(
+        "--reranker",
+        default=None,
+        help="the rerank configuration's cross-encoder: a prepared folder or its name in "
+        f"{models_dir()}",
+    )
+    p.add_argument("--rerank-variant", choices=("int8", "fp32"), default="int8")
+    p.add_argument(
+        "--rerank-max-length",
+        type=int,
+        default=None,
+        help="tokens per (query, passage) pair (default: the model's)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_eval)
 
@@ -313,9 +371,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = models.add_parser(
         "prepare",
-        help="export the bi-encoder shipped in a PyPI package to ONNX (needs the export extra)",
+        help="export the bi-encoder and the SPLADE model shipped in PyPI packages to ONNX "
+        "(needs the export extra)",
     )
-    p.add_argument("--output", default=None, help=f"model folder (default: {default_model_path()})")
+    p.add_argument(
+        "--output", default=None, help=f"bi-encoder folder (default: {default_model_path()})"
+    )
+    p.add_argument(
+        "--splade-output",
+        default=None,
+        help=f"SPLADE model folder (default: {default_model_path(SPLADE_MODEL)})",
+    )
     p.add_argument("--no-int8", action="store_true", help="skip the int8 variant")
     p.add_argument("--force", action="store_true", help="prepare again if already prepared")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
@@ -337,8 +403,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="prepare again if already prepared")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(func=_cmd_models_prepare_reranker)
-    p = models.add_parser("info", help="print a prepared model's manifest (files checked)")
-    p.add_argument("path", nargs="?", default=None, help="model folder (default: the default)")
+    p = models.add_parser("info", help="print prepared models' manifests (files checked)")
+    p.add_argument(
+        "path", nargs="?", default=None, help="model folder (default: both default models)"
+    )
     p.set_defaults(func=_cmd_models_info)
 
     p = sub.add_parser("demo", help="BM25 and dense on scifact: top hits and the evaluation table")

@@ -7,6 +7,8 @@ from typing import Any, TypeAlias, Union, overload
 
 import numpy as np
 
+from hybrid_engine.text_store import pack_utf8
+
 Document: TypeAlias = Union[str, Mapping[str, Any]]  # noqa: UP007 (runtime alias on 3.10)
 """A document: plain text, or a mapping with ``"text"`` and optional ``"title"`` and ``"_id"``."""
 
@@ -92,10 +94,7 @@ class DocIds(Sequence[str]):
             seen: set[str] = set()
             duplicate = next(i for i in given if i in seen or seen.add(i))  # type: ignore[func-returns-value]
             raise ValueError(f"duplicate document '_id' {duplicate!r}; ids must be unique")
-        encoded = [i.encode("utf-8", "surrogatepass") for i in given]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(e) for e in encoded], out=offsets[1:])
-        data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        data, offsets = pack_utf8(given)
         return cls(len(ids), data, offsets)
 
     def append(self, ids: Sequence[str | None]) -> DocIds:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,13 +64,9 @@ class CrossEncoder:
         self._tokenizer = tokenizer
         self._specials = tokenizer.num_special_tokens_to_add(is_pair=True)
         self._query_max_tokens = min(QUERY_MAX_TOKENS, (self._max_length - self._specials) // 2)
-        identity = {
-            "model": info.file_sha256(info.variants[variant]["file"]),
-            "tokenizer": info.file_sha256(TOKENIZER_FILE),
-            "max_length": self._max_length,
-            "query_max_tokens": self._query_max_tokens,
-        }
-        self._model_hash = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+        self._model_hash = info.model_hash(
+            variant, max_length=self._max_length, query_max_tokens=self._query_max_tokens
+        )
 
     @classmethod
     def load(

@@ -23,9 +23,8 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.errors import HybridEngineError
-from hybrid_engine.model_store import CROSS_ENCODER, FORMAT, FORMAT_VERSION, models_dir
-from hybrid_engine.onnx_export import export_model, read_json, require
-from hybrid_engine.storage import write_index_dir
+from hybrid_engine.model_store import CROSS_ENCODER, models_dir
+from hybrid_engine.onnx_export import export_model, read_json, require, write_checked
 
 MAX_LENGTH_CAP = 512
 """Longest pair a prepared cross-encoder takes, whatever its source allows."""
@@ -201,18 +200,20 @@ def prepare_cross_encoder(
         }
         if training is not None:
             metadata["training"] = training
-        staged = work / "staged"
-        write_index_dir(staged, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
-        diff = _check_against_torch(source, staged)
-        log(
-            f"fp32 ONNX vs PyTorch: largest logit difference {diff:.2e} on {len(CHECK_PAIRS)} pairs"
-        )
-        if diff > MAX_TORCH_DIFF:
-            raise HybridEngineError(
-                f"the exported graph disagrees with PyTorch (logit difference {diff:.2e} > "
-                f"{MAX_TORCH_DIFF}); please report this with your package versions"
+
+        def check(staged: Path) -> dict[str, float]:
+            diff = _check_against_torch(source, staged)
+            log(
+                f"fp32 ONNX vs PyTorch: largest logit difference {diff:.2e} on "
+                f"{len(CHECK_PAIRS)} pairs"
             )
-        metadata["export"]["torch_max_logit_diff"] = diff
-        write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
+            if diff > MAX_TORCH_DIFF:
+                raise HybridEngineError(
+                    f"the exported graph disagrees with PyTorch (logit difference {diff:.2e} > "
+                    f"{MAX_TORCH_DIFF}); please report this with your package versions"
+                )
+            return {"torch_max_logit_diff": diff}
+
+        write_checked(target, work, metadata, exported, check)
     log(f"prepared {target}")
     return target

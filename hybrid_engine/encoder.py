@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Sequence
 
@@ -46,6 +44,15 @@ def check_texts(texts: str | Sequence[str], what: str = "text") -> list[str]:
     return checked
 
 
+def load_tokenizer(info: ModelInfo) -> Tokenizer:
+    """A prepared model's tokenizer: never padding, truncating at the manifest's
+    ``max_length`` (the manifest is the authority on length)."""
+    tokenizer = Tokenizer.from_file(str(info.path / TOKENIZER_FILE))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=info.max_length)
+    return tokenizer
+
+
 class Encoder:
     """A sentence-transformers style bi-encoder (mean pooling, L2 norm) on ONNX Runtime.
 
@@ -64,19 +71,8 @@ class Encoder:
         self._variant = variant
         self._session = create_session(info.variant_file(variant), num_threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
-        tokenizer = Tokenizer.from_file(str(info.path / TOKENIZER_FILE))
-        # The manifest is the authority on length: never pad, truncate at max_length.
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length=info.max_length)
-        self._tokenizer = tokenizer
-        identity = {
-            "model": info.file_sha256(info.variants[variant]["file"]),
-            "tokenizer": info.file_sha256(TOKENIZER_FILE),
-            "max_length": info.max_length,
-            "pooling": info.pooling,
-            "normalize": info.normalize,
-        }
-        self._model_hash = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+        self._tokenizer = load_tokenizer(info)
+        self._model_hash = info.model_hash(variant)
 
     @classmethod
     def load(

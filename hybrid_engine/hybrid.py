@@ -1,16 +1,22 @@
-"""The hybrid engine: BM25 and dense retrieval over one corpus, fused, optionally diversified.
+"""The hybrid engine: BM25, dense and learned-sparse (SPLADE) retrieval over one corpus,
+fused, optionally reranked by a cross-encoder and diversified.
 
 Saved as one directory (``storage.write_index_dir``)::
 
     manifest.json     format "hybrid_engine.hybrid", the retrievers, the document count
+    text_bytes.npy    the documents' text (title and text), what a cross-encoder reads,
+    text_offsets.npy  packed as in ``text_store``
     bm25/             a BM25Index directory
     dense/            a DenseIndex directory
+    splade/           a SpladeIndex directory
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,21 +24,32 @@ from typing import Any
 
 from hybrid_engine.bm25 import BM25Index
 from hybrid_engine.corpus import DocIds, Document, document_text
+from hybrid_engine.cross_encoder import CrossEncoder
 from hybrid_engine.dense import DenseIndex, TextEncoder
 from hybrid_engine.embedding_cache import EmbeddingCache
 from hybrid_engine.encoder import check_texts
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.fusion import DEFAULT_METHOD, fuse
 from hybrid_engine.mmr import mmr as mmr_rerank
+from hybrid_engine.rerank import RerankerVerdict, reranker_verdict
+from hybrid_engine.rerank import rerank as rerank_hits
 from hybrid_engine.results import SearchResult
+from hybrid_engine.splade import SparseEncoder, SpladeIndex
 from hybrid_engine.storage import read_index_dir, write_index_dir
+from hybrid_engine.text_store import TextStore
 
 FORMAT = "hybrid_engine.hybrid"
-FORMAT_VERSION = 1
-RETRIEVERS = ("bm25", "dense")
-"""Retrievers a ``HybridIndex`` can combine."""
+FORMAT_VERSION = 2
+RETRIEVERS = ("bm25", "dense", "splade")
+"""Retrievers a ``HybridIndex`` can combine, in the order of their legs (and fusion weights)."""
+DEFAULT_RETRIEVERS = ("bm25", "dense")
+"""The retrievers of ``HybridIndex.build`` by default."""
 DEFAULT_DEPTH = 100
 """Hits each retriever hands to fusion."""
+
+
+class RerankerRefusedWarning(UserWarning):
+    """A cross-encoder failed its validation gate; the engine serves the fused ranking."""
 
 
 @dataclass(frozen=True)
@@ -42,58 +59,82 @@ class HybridResult(SearchResult):
     Attributes
     ----------
     timings : dict of str to float
-        ``"bm25"``, ``"dense"`` (query encoding included), ``"fusion"``, ``"mmr"`` (when
-        used) and ``"total"``.
+        ``"bm25"``, ``"dense"`` and ``"splade"`` (query encoding included) for the legs used,
+        ``"fusion"``, ``"rerank"`` and ``"mmr"`` (when used) and ``"total"``.
     """
 
     timings: dict[str, float] = field(default_factory=dict)
 
 
 class HybridIndex:
-    """BM25 and dense retrieval over the same documents, fused into one ranking.
+    """BM25, dense and SPLADE retrieval (any of them) over the same documents, fused into one
+    ranking.
 
     Build one with ``HybridIndex.build`` or read one with ``HybridIndex.load``.
+
+    A cross-encoder reranks only after passing its validation gate: a model the engine
+    trained (``hybrid-engine train-reranker``) carries the verdict of its held-out validation
+    queries, and one that did not beat the fused ranking there is refused with a
+    ``RerankerRefusedWarning``; ``search(rerank=...)`` then serves the fused ranking
+    (``reranker_verdict`` says why).
 
     Notes
     -----
     Thread-safe for ``search`` (each stage is); not while ``save`` runs elsewhere.
     """
 
-    def __init__(self, bm25: BM25Index | None, dense: DenseIndex | None) -> None:
+    def __init__(
+        self,
+        bm25: BM25Index | None,
+        dense: DenseIndex | None,
+        splade: SpladeIndex | None,
+        texts: TextStore,
+    ) -> None:
         """Private: use ``build`` or ``load``."""
         self._bm25 = bm25
         self._dense = dense
-        first = bm25 if bm25 is not None else dense
-        assert first is not None
+        self._splade = splade
+        self._texts = texts
+        first = next(leg for leg in (bm25, dense, splade) if leg is not None)
         self._doc_ids = first.doc_ids
+        self._reranker: CrossEncoder | None = None
+        self._verdict: RerankerVerdict | None = None
 
     @classmethod
     def build(
         cls,
         corpus: Iterable[Document],
         *,
-        retrievers: Sequence[str] = RETRIEVERS,
+        retrievers: Sequence[str] = DEFAULT_RETRIEVERS,
         encoder: TextEncoder | None = None,
+        splade_encoder: SparseEncoder | None = None,
+        reranker: CrossEncoder | None = None,
         embedding_cache: EmbeddingCache | None = None,
         num_threads: int | None = None,
         show_progress: bool = False,
     ) -> HybridIndex:
-        """Index a corpus with each of ``retrievers``.
+        """Index a corpus with each of ``retrievers``, keeping its texts for reranking.
 
         Parameters
         ----------
         corpus : iterable of str or dict
             Documents as in ``BM25Index.build``; read into memory once (every retriever
-            indexes the same documents). Every document needs some text when ``"dense"`` is
-            used.
-        retrievers : sequence of {"bm25", "dense"}
-            One or both.
+            indexes the same documents). Every document needs some text when ``"dense"`` or
+            ``"splade"`` is used.
+        retrievers : sequence of {"bm25", "dense", "splade"}
+            Any of them; legs are kept in the order of ``RETRIEVERS`` whatever the order here.
+            Default ``DEFAULT_RETRIEVERS``.
         encoder : TextEncoder, optional
             For ``"dense"``; the default ``Encoder.load()`` when None.
+        splade_encoder : SparseEncoder, optional
+            For ``"splade"``; the default ``SpladeEncoder.load()`` when None.
+        reranker : CrossEncoder, optional
+            The cross-encoder of ``search(rerank=...)``, through its gate (``with_reranker``).
         embedding_cache : EmbeddingCache, optional
             Passed to ``DenseIndex.build``.
         num_threads, show_progress
-            As in the retrievers' ``build``.
+            As in the retrievers' ``build``; ``num_threads`` also sets the threads of the
+            default encoders.
 
         Raises
         ------
@@ -102,10 +143,10 @@ class HybridIndex:
         """
         chosen = _check_retrievers(retrievers)
         documents = list(corpus)
-        if "dense" in chosen:
-            texts = [document_text(doc, i)[0] for i, doc in enumerate(documents)]
+        texts = [document_text(doc, i)[0] for i, doc in enumerate(documents)]
+        if "dense" in chosen or "splade" in chosen:
             check_texts(texts, "document")  # blank documents fail before any encoding
-        bm25 = dense = None
+        bm25 = dense = splade = None
         if "bm25" in chosen:
             bm25 = BM25Index.build(documents, num_threads=num_threads, show_progress=show_progress)
         if "dense" in chosen:
@@ -120,15 +161,64 @@ class HybridIndex:
                 num_threads=num_threads,
                 show_progress=show_progress,
             )
-        return cls(bm25, dense)
+        if "splade" in chosen:
+            splade = SpladeIndex.build(
+                documents,
+                encoder=splade_encoder,
+                num_threads=num_threads,
+                show_progress=show_progress,
+            )
+        engine = cls(bm25, dense, splade, TextStore.from_texts(texts))
+        return engine if reranker is None else engine.with_reranker(reranker)
+
+    def with_reranker(self, reranker: CrossEncoder | None) -> HybridIndex:
+        """This index with ``reranker`` as the cross-encoder of ``search(rerank=...)``.
+
+        The legs are shared, not copied. The reranker goes through its validation gate
+        (``rerank.reranker_verdict``): one whose training record says it did not beat the
+        fused ranking on held-out validation queries is refused with a
+        ``RerankerRefusedWarning``, and reranking then serves the fused ranking; an accepted
+        one reranks in the mode validation chose (plain order or a blend weight).
+
+        Parameters
+        ----------
+        reranker : CrossEncoder or None
+            None detaches the current one.
+
+        Raises
+        ------
+        ValueError
+            The reranker's validation record is unreadable.
+        """
+        engine = copy.copy(self)
+        engine._reranker, engine._verdict = reranker, None
+        if reranker is not None:
+            engine._verdict = reranker_verdict(reranker.name, reranker.training)
+            if not engine._verdict.use:
+                warnings.warn(engine._verdict.message, RerankerRefusedWarning, stacklevel=2)
+        return engine
+
+    @property
+    def reranker(self) -> CrossEncoder | None:
+        """The cross-encoder given, refused or not (see ``reranker_verdict``)."""
+        return self._reranker
+
+    @property
+    def reranker_verdict(self) -> RerankerVerdict | None:
+        """The gate's decision about ``reranker``: used or not, the blend, and why."""
+        return self._verdict
+
+    @property
+    def texts(self) -> TextStore:
+        """The text of every document (title and text), as the cross-encoder reads it."""
+        return self._texts
 
     @property
     def retrievers(self) -> tuple[str, ...]:
         """The retrievers this index combines."""
+        legs = (self._bm25, self._dense, self._splade)
         return tuple(
-            name
-            for name, index in (("bm25", self._bm25), ("dense", self._dense))
-            if index is not None
+            name for name, index in zip(RETRIEVERS, legs, strict=True) if index is not None
         )
 
     @property
@@ -140,6 +230,11 @@ class HybridIndex:
     def dense(self) -> DenseIndex | None:
         """The dense leg, if any."""
         return self._dense
+
+    @property
+    def splade(self) -> SpladeIndex | None:
+        """The SPLADE leg, if any."""
+        return self._splade
 
     @property
     def doc_ids(self) -> DocIds:
@@ -160,11 +255,14 @@ class HybridIndex:
         fusion: str = DEFAULT_METHOD,
         weights: Sequence[float] | None = None,
         depth: int = DEFAULT_DEPTH,
+        rerank: int | None = None,
+        blend: float | None = None,
         mmr: float | None = None,
         mmr_candidates: int = 30,
         num_threads: int | None = None,
     ) -> HybridResult:
-        """Search every retriever, fuse their top ``depth``, optionally re-order by MMR.
+        """Search every retriever, fuse their top ``depth``, optionally rerank the fused top
+        ``rerank`` by the cross-encoder, optionally re-order by MMR.
 
         Parameters
         ----------
@@ -176,11 +274,22 @@ class HybridIndex:
             Weights in the order of ``retrievers``.
         depth : int
             Hits each retriever hands to fusion (at least ``k`` is used).
+        rerank : int, optional
+            Fused hits per query the cross-encoder re-orders (``rerank.rerank``'s ``depth``;
+            30 keeps a MiniLM-L6 cross-encoder near 100 ms on 2 cores, README "Reranking").
+            Needs a reranker (``build``/``load``/``with_reranker``); when its gate refused
+            it, the fused ranking is served and ``timings`` has no ``"rerank"``. None: no
+            reranking.
+        blend : float, optional
+            ``rerank.rerank``'s blend weight of the cross-encoder against the fused rank;
+            None uses what the reranker's validation chose.
         mmr : float, optional
-            MMR's lambda in ``[0, 1]`` (needs the dense leg): the fused top
-            ``mmr_candidates`` are re-ordered by maximal marginal relevance. None: no MMR.
+            MMR's lambda in ``[0, 1]`` (needs the dense leg): the top ``mmr_candidates`` (after
+            fusion and reranking) are re-ordered by maximal marginal relevance. None: no MMR.
         num_threads : int, optional
-            Threads of each stage that takes them.
+            Threads of the BM25, dense and SPLADE searches. The ONNX models run in the threads
+            they were loaded with (``Encoder.load(num_threads=...)``, or ``num_threads`` of
+            ``build``/``load`` for the default ones).
 
         Returns
         -------
@@ -190,7 +299,8 @@ class HybridIndex:
         Raises
         ------
         ValueError, TypeError
-            Bad queries or parameters (as the stages raise them); ``mmr`` without the dense leg.
+            Bad queries or parameters (as the stages raise them); ``mmr`` without the dense leg;
+            ``rerank`` without a reranker.
         """
         if isinstance(queries, str):
             queries = [queries]
@@ -198,9 +308,18 @@ class HybridIndex:
             raise ValueError(
                 "mmr needs the dense retriever; build with retrievers=('bm25', 'dense')"
             )
+        if rerank is not None and self._reranker is None:
+            raise ValueError(
+                "rerank needs a cross-encoder: pass reranker=CrossEncoder.load(...) to build or "
+                "load, or use engine.with_reranker(...)"
+            )
+        reranking = rerank is not None and self._verdict is not None and self._verdict.use
         timings: dict[str, float] = {}
         start = time.perf_counter()
-        width = max(int(k), int(depth), mmr_candidates if mmr is not None else 0)
+        candidates = max(
+            int(k), mmr_candidates if mmr is not None else 0, int(rerank or 0) if reranking else 0
+        )
+        width = max(candidates, int(depth))
         legs: list[SearchResult] = []
         if self._bm25 is not None:
             legs.append(self._bm25.search(queries, width, num_threads=num_threads))
@@ -214,16 +333,28 @@ class HybridIndex:
             query_vectors = encoder.encode(list(queries))
             legs.append(self._dense.search(query_vectors, width, num_threads=num_threads))
             timings["dense"] = (time.perf_counter() - tick) * 1000
+        if self._splade is not None:
+            tick = time.perf_counter()
+            legs.append(self._splade.search(queries, width, num_threads=num_threads))
+            timings["splade"] = (time.perf_counter() - tick) * 1000
         tick = time.perf_counter()
-        fused_k = mmr_candidates if mmr is not None else int(k)
-        result = fuse(legs, fused_k, method=fusion, weights=weights, depth=width)
+        result = fuse(legs, candidates, method=fusion, weights=weights, depth=width)
         timings["fusion"] = (time.perf_counter() - tick) * 1000
+        if reranking:
+            assert rerank is not None and self._reranker is not None and self._verdict
+            tick = time.perf_counter()
+            weight = blend if blend is not None else self._verdict.blend
+            result = rerank_hits(
+                result, list(queries), self._texts, self._reranker, depth=rerank, blend=weight
+            )
+            timings["rerank"] = (time.perf_counter() - tick) * 1000
         if mmr is not None and self._dense is not None:
             tick = time.perf_counter()
-            result = mmr_rerank(result, query_vectors, self._dense.vectors, int(k), lambda_=mmr)
+            head = SearchResult(result.ids[:, :mmr_candidates], result.scores[:, :mmr_candidates])
+            result = mmr_rerank(head, query_vectors, self._dense.vectors, int(k), lambda_=mmr)
             timings["mmr"] = (time.perf_counter() - tick) * 1000
         timings["total"] = (time.perf_counter() - start) * 1000
-        return HybridResult(result.ids, result.scores, timings)
+        return HybridResult(result.ids[:, : int(k)], result.scores[:, : int(k)], timings)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the index to directory ``path`` atomically, every leg inside it."""
@@ -232,8 +363,12 @@ class HybridIndex:
             directories["bm25"] = self._bm25.save
         if self._dense is not None:
             directories["dense"] = self._dense.save
+        if self._splade is not None:
+            directories["splade"] = self._splade.save
         metadata = {"retrievers": list(self.retrievers), "num_documents": len(self)}
-        write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, {}, directories=directories)
+        write_index_dir(
+            path, FORMAT, FORMAT_VERSION, metadata, self._texts.arrays(), directories=directories
+        )
 
     @classmethod
     def load(
@@ -241,6 +376,9 @@ class HybridIndex:
         path: str | os.PathLike[str],
         *,
         encoder: TextEncoder | None = None,
+        splade_encoder: SparseEncoder | None = None,
+        reranker: CrossEncoder | None = None,
+        num_threads: int | None = None,
         mmap: bool = False,
     ) -> HybridIndex:
         """Read an index written by ``save``.
@@ -250,16 +388,26 @@ class HybridIndex:
         encoder : TextEncoder, optional
             For the dense leg's text queries; the default ``Encoder.load()`` when None. It must
             be the model that built the index.
+        splade_encoder : SparseEncoder, optional
+            For the SPLADE leg; the default ``SpladeEncoder.load()`` when None. It must be the
+            model that built the index.
+        reranker : CrossEncoder, optional
+            The cross-encoder of ``search(rerank=...)``, through its gate (``with_reranker``).
+        num_threads : int, optional
+            Threads of the default encoders (all cores when None).
+        mmap : bool
+            Memory-map the legs' arrays.
 
         Raises
         ------
         IndexFormatError
             A missing, corrupt or foreign directory, or legs that disagree.
         """
-        manifest, _ = read_index_dir(path, FORMAT, FORMAT_VERSION)
+        manifest, arrays = read_index_dir(path, FORMAT, FORMAT_VERSION, mmap=mmap)
         try:
             chosen = _check_retrievers(manifest["retrievers"])
             n_docs = int(manifest["num_documents"])
+            texts = TextStore.from_arrays(arrays, n_docs)
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(
                 f"{path}: bad manifest entry ({exc}); rebuild the index"
@@ -271,22 +419,29 @@ class HybridIndex:
             if encoder is None:
                 from hybrid_engine.encoder import Encoder
 
-                encoder = Encoder.load()
+                encoder = Encoder.load(num_threads=num_threads)
             dense = DenseIndex.load(root / "dense", encoder=encoder, mmap=mmap)
-        for leg in (bm25, dense):
+        splade = None
+        if "splade" in chosen:
+            if splade_encoder is None:
+                from hybrid_engine.splade_encoder import SpladeEncoder
+
+                splade_encoder = SpladeEncoder.load(num_threads=num_threads)
+            splade = SpladeIndex.load(root / "splade", encoder=splade_encoder, mmap=mmap)
+        for leg in (bm25, dense, splade):
             if leg is not None and len(leg.doc_ids) != n_docs:
                 raise IndexFormatError(
                     f"{path}: a leg holds {len(leg.doc_ids)} documents, the manifest {n_docs}; "
                     "rebuild the index"
                 )
-        return cls(bm25, dense)
+        engine = cls(bm25, dense, splade, texts)
+        return engine if reranker is None else engine.with_reranker(reranker)
 
 
 def _check_retrievers(retrievers: Sequence[str]) -> tuple[str, ...]:
     if isinstance(retrievers, str):
         retrievers = [retrievers]
-    chosen = tuple(dict.fromkeys(retrievers))
-    unknown = [r for r in chosen if r not in RETRIEVERS]
-    if unknown or not chosen:
-        raise ValueError(f"unknown retriever(s) {unknown or chosen}; choose from {RETRIEVERS}")
-    return chosen
+    unknown = [r for r in retrievers if r not in RETRIEVERS]
+    if unknown or not retrievers:
+        raise ValueError(f"unknown retriever(s) {unknown or retrievers}; choose from {RETRIEVERS}")
+    return tuple(r for r in RETRIEVERS if r in retrievers)

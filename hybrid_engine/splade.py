@@ -1,0 +1,467 @@
+"""Learned-sparse retrieval: SPLADE document vectors as quantized term impacts in a C++-built
+inverted index, scored by the BM25 index's numba kernels.
+
+Each document's SPLADE weights are quantized to uint8 impacts with one corpus-wide ``scale``
+(``impact = rint(weight / scale)``, ``scale = max weight / 255``; an impact of 0 is no
+posting) and inverted by ``_core.invert_impacts``. A query is encoded at search time (its
+weights kept float32) and scores ``sum over its terms of q_w * impact * scale``, exactly (the
+float64 sum of the terms' contributions, rounded to float32).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from hybrid_engine import _bm25_kernels as kernels
+from hybrid_engine import _core
+from hybrid_engine._threads import check_threads, default_threads, run_split
+from hybrid_engine.corpus import DocIds, Document, iter_batches
+from hybrid_engine.encoder import check_texts
+from hybrid_engine.errors import IndexFormatError
+from hybrid_engine.results import SearchResult
+from hybrid_engine.splade_encoder import SparseVectors
+from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
+
+FORMAT = "hybrid_engine.splade"
+FORMAT_VERSION = 1
+IMPACT_LEVELS = 255
+"""Largest quantized impact (uint8)."""
+ENCODE_CHUNK = 16_384
+"""Documents handed to the encoder per call when indexing."""
+_INDEX_ARRAYS = {"posting_offsets": np.int64, "doc_ids": np.int32, "impacts": np.uint8}
+_QUERIES_PER_THREAD = 32  # below this a batch is not worth another thread
+_NO_BYTES = np.zeros(0, np.uint8)
+_NO_FACTORS = np.zeros(0, np.float32)
+
+
+class SparseEncoder(Protocol):
+    """What ``SpladeIndex`` needs from a sparse text encoder (``SpladeEncoder`` is one)."""
+
+    @property
+    def vocab_size(self) -> int:
+        """Term ids are in ``[0, vocab_size)``."""
+        ...
+
+    @property
+    def model_hash(self) -> str:
+        """sha256 hex digest identifying the model (recorded in saved indexes)."""
+        ...
+
+    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> SparseVectors:
+        """One CSR row of (term id, weight > 0) per text."""
+        ...
+
+
+def quantize(weights: np.ndarray, scale: float) -> np.ndarray:
+    """uint8 impacts ``rint(weights / scale)`` (in float64, halves to even), clipped to
+    ``[0, IMPACT_LEVELS]``."""
+    levels = np.rint(weights.astype(np.float64) / scale)
+    return np.clip(levels, 0, IMPACT_LEVELS).astype(np.uint8)
+
+
+def _check_vectors(vectors: Any, n_texts: int, vocab_size: int) -> SparseVectors:
+    """``vectors`` as a checked ``SparseVectors`` of ``n_texts`` rows."""
+    if not isinstance(vectors, tuple) or len(vectors) != 3:
+        raise TypeError(
+            f"encoder.encode returned {type(vectors).__name__}; a SparseEncoder returns "
+            "SparseVectors(offsets, terms, weights)"
+        )
+    offsets, terms, weights = (np.asarray(a) for a in vectors)
+    if (offsets.dtype, terms.dtype, weights.dtype) != (np.int64, np.int32, np.float32):
+        raise TypeError(
+            f"encoder.encode returned arrays of {offsets.dtype}, {terms.dtype}, {weights.dtype}; "
+            "expected int64 offsets, int32 terms, float32 weights"
+        )
+    if offsets.shape != (n_texts + 1,) or not delimits(offsets, terms, n_texts):
+        raise ValueError(
+            f"encoder.encode returned offsets of shape {offsets.shape} for {n_texts} texts, or "
+            "offsets that do not delimit the terms"
+        )
+    if terms.shape != weights.shape:
+        raise ValueError(f"terms {terms.shape} and weights {weights.shape} differ in shape")
+    if terms.size and (terms.min() < 0 or terms.max() >= vocab_size):
+        raise ValueError(f"encoder.encode returned term ids outside [0, {vocab_size})")
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError("encoder.encode returned negative or non-finite weights")
+    return SparseVectors(offsets, terms, weights)
+
+
+class SpladeIndex:
+    """An immutable learned-sparse (SPLADE) index over a fixed corpus.
+
+    Build one with ``SpladeIndex.build`` or read one with ``SpladeIndex.load``.
+
+    Notes
+    -----
+    Thread-safe: ``search`` may run from many threads at once (ONNX Runtime and the numba
+    scoring release the GIL).
+    """
+
+    def __init__(
+        self,
+        arrays: dict[str, np.ndarray],
+        scale: float,
+        doc_ids: DocIds,
+        encoder: SparseEncoder,
+        model_hash: str,
+    ) -> None:
+        """Private: use ``build`` or ``load``. ``arrays`` must already be validated."""
+        self._arrays = arrays
+        self._scale = float(scale)
+        self._doc_ids = doc_ids
+        self._encoder = encoder
+        self._model_hash = model_hash
+        offsets = arrays["posting_offsets"]
+        self._doc_freqs = np.diff(offsets).astype(np.int32)
+        # The BM25 kernels' impact layout: a term's weight is q_w * idf[t], here the scale.
+        self._term_scale = np.full(len(self._doc_freqs), self._scale, np.float64)
+        self._layout = (
+            offsets,
+            _NO_BYTES,
+            _NO_FACTORS,
+            offsets,
+            arrays["doc_ids"],
+            arrays["impacts"].astype(np.float32),
+            True,
+        )
+        self._scratch = threading.local()
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        corpus: Iterable[Document],
+        *,
+        encoder: SparseEncoder | None = None,
+        num_threads: int | None = None,
+        show_progress: bool = False,
+    ) -> SpladeIndex:
+        """Encode and index a corpus.
+
+        Parameters
+        ----------
+        corpus : iterable of str or dict
+            Documents as in ``BM25Index.build`` (``title + " " + text`` is encoded); read
+            once, in batches. Every document needs some text.
+        encoder : SparseEncoder, optional
+            Encodes the documents, and later the queries; the default
+            ``SpladeEncoder.load(num_threads=num_threads)`` when None. Kept by the index, its
+            ``model_hash`` recorded by ``save``.
+        num_threads : int, optional
+            Threads of the default encoder; all cores when None.
+        show_progress : bool
+            Show a progress bar (tqdm) on stderr.
+
+        Raises
+        ------
+        ValueError
+            Empty corpus, a blank document, duplicate or partly missing ``_id``s, or encoder
+            output that is not a well-formed ``SparseVectors``.
+        TypeError
+            A document that is not ``str`` or a dict of ``str``.
+        ModelNotFoundError
+            ``encoder`` is None and the SPLADE model is not prepared.
+        """
+        if encoder is None:
+            from hybrid_engine.splade_encoder import SpladeEncoder
+
+            encoder = SpladeEncoder.load(num_threads=num_threads)
+        vocab_size = int(encoder.vocab_size)
+        ids: list[str | None] = []
+        counts: list[np.ndarray] = []
+        terms: list[np.ndarray] = []
+        weights: list[np.ndarray] = []
+        for texts, batch_ids in iter_batches(corpus, ENCODE_CHUNK):
+            rows = encoder.encode(texts, show_progress=show_progress)
+            rows = _check_vectors(rows, len(texts), vocab_size)
+            counts.append(np.diff(rows.offsets))
+            terms.append(rows.terms)
+            weights.append(rows.weights)
+            ids.extend(batch_ids)
+        if not ids:
+            raise ValueError("the corpus is empty; give at least one document")
+        doc_ids = DocIds.from_list(ids)
+        all_weights = np.concatenate(weights)
+        top = float(all_weights.max()) if all_weights.size else 0.0
+        scale = top / IMPACT_LEVELS if top > 0 else 1.0
+        offsets = np.zeros(len(ids) + 1, np.int64)
+        np.cumsum(np.concatenate(counts), out=offsets[1:])
+        inverted = _core.invert_impacts(
+            offsets, np.concatenate(terms), quantize(all_weights, scale), vocab_size
+        )
+        arrays = {name: inverted[name] for name in _INDEX_ARRAYS}
+        return cls(arrays, scale, doc_ids, encoder, encoder.model_hash)
+
+    # -- properties ---------------------------------------------------------------------------
+
+    @property
+    def doc_ids(self) -> DocIds:
+        """``doc_ids[position]``: the corpus ``_id`` of a result position."""
+        return self._doc_ids
+
+    @property
+    def num_documents(self) -> int:
+        return len(self._doc_ids)
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of vocabulary terms (the encoder's)."""
+        return len(self._doc_freqs)
+
+    @property
+    def num_postings(self) -> int:
+        return len(self._arrays["doc_ids"])
+
+    @property
+    def scale(self) -> float:
+        """Weight of impact 1: a posting's weight is ``impact * scale``."""
+        return self._scale
+
+    @property
+    def encoder(self) -> SparseEncoder:
+        """The encoder of the queries."""
+        return self._encoder
+
+    @property
+    def model_hash(self) -> str:
+        """``model_hash`` of the encoder that built the index."""
+        return self._model_hash
+
+    def postings(self, term: int) -> tuple[np.ndarray, np.ndarray]:
+        """Doc ids (int32, ascending) and uint8 impacts of one term id's postings."""
+        start, end = self._arrays["posting_offsets"][term : term + 2]
+        return self._arrays["doc_ids"][start:end], self._arrays["impacts"][start:end]
+
+    def __len__(self) -> int:
+        return self.num_documents
+
+    def __repr__(self) -> str:
+        return (
+            f"SpladeIndex({self.num_documents} documents, {self.num_postings} postings, "
+            f"scale={self.scale:.4g})"
+        )
+
+    # -- search -------------------------------------------------------------------------------
+
+    def _scratch_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """This thread's kernel scratch (reused: allocating it per call costs page faults)."""
+        buffers = getattr(self._scratch, "buffers", None)
+        if buffers is None:
+            n = self.num_documents
+            buffers = (
+                np.zeros(n, dtype=np.float64),
+                np.empty(n + 1, dtype=np.int32),
+                np.empty(n + 1, dtype=np.float32),
+            )
+            self._scratch.buffers = buffers
+        return buffers
+
+    def _search_range(self, queries: SparseVectors, start: int, stop: int, out: Any) -> None:
+        acc, hits, hit_scores = self._scratch_buffers()
+        kernels.search_batch(
+            queries.terms,
+            queries.weights,
+            queries.offsets[start : stop + 1],
+            self._term_scale,
+            self._doc_freqs,
+            self._layout,
+            (0, 0.0, 0.0),  # unused by the impact layout
+            out.ids[start:stop],
+            out.scores[start:stop],
+            acc,
+            hits,
+            hit_scores,
+            kernels.dense_work(self.num_documents, out.ids.shape[1]),
+            kernels.WINDOW,
+        )
+
+    def search(
+        self,
+        queries: str | Sequence[str] | SparseVectors,
+        k: int = 10,
+        *,
+        num_threads: int | None = None,
+    ) -> SearchResult:
+        """Exact top-k by the dot product of the query's SPLADE vector with the documents'.
+
+        Parameters
+        ----------
+        queries : str, sequence of str or SparseVectors
+            One query or a batch, each non-blank, encoded by ``encoder``; or query vectors
+            already encoded by it.
+        k : int
+            Hits per query, >= 1. Hits are the documents sharing a term with the query; rows
+            are padded (id -1, score -inf) when fewer documents match.
+        num_threads : int, optional
+            Threads scoring the batch; when None, up to all cores for large batches (one per
+            32 queries). The encoder's threads are its own.
+
+        Returns
+        -------
+        SearchResult
+            ``ids`` int64 and ``scores`` float32, shape ``(n_queries, k)``, rows best first,
+            ties by ascending position.
+
+        Raises
+        ------
+        ValueError
+            ``k < 1``, a query that is empty or whitespace only, or malformed vectors.
+        TypeError
+            A query that is not ``str``.
+        """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive int, got {k!r}")
+        if isinstance(queries, SparseVectors):
+            n = len(queries.offsets) - 1
+            encoded = _check_vectors(queries, n, self.vocab_size)
+        else:
+            texts = check_texts(queries, "query")
+            n = len(texts)
+            encoded = _check_vectors(self._encoder.encode(texts), n, self.vocab_size)
+        out = SearchResult.empty(n, int(k))
+        if n == 0:
+            return out
+        if num_threads is None:
+            threads = min(default_threads(), max(1, n // _QUERIES_PER_THREAD))
+        else:
+            threads = min(check_threads(num_threads), n)
+        run_split(n, threads, lambda lo, hi: self._search_range(encoded, lo, hi, out))
+        return out
+
+    # -- persistence --------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the index to directory ``path`` atomically (see ``storage.write_index_dir``).
+
+        The directory holds the postings (``posting_offsets``, ``doc_ids``, uint8
+        ``impacts``), the ids (when given) and a manifest with the quantization scale, the
+        counts and the encoder's ``model_hash``.
+        """
+        arrays = {name: self._arrays[name] for name in _INDEX_ARRAYS}
+        arrays.update(self._doc_ids.arrays())
+        metadata: dict[str, Any] = {
+            "quantization": {"scale": self._scale, "levels": IMPACT_LEVELS, "dtype": "uint8"},
+            "stats": {
+                "num_documents": self.num_documents,
+                "vocab_size": self.vocab_size,
+                "num_postings": self.num_postings,
+            },
+            "doc_ids": "explicit" if self._doc_ids.explicit else "positions",
+            "encoder_model_hash": self._model_hash,
+        }
+        write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, arrays)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        encoder: SparseEncoder | None = None,
+        mmap: bool = False,
+        verify: bool = True,
+    ) -> SpladeIndex:
+        """Read an index saved by ``save``.
+
+        Parameters
+        ----------
+        path : path-like
+            The index directory.
+        encoder : SparseEncoder, optional
+            The query encoder; the default ``SpladeEncoder.load()`` when None. Its
+            ``model_hash`` must be the one the index recorded.
+        mmap : bool
+            Memory-map the postings read-only instead of reading them.
+        verify : bool
+            Check every file's sha256. The postings' structure is checked either way.
+
+        Raises
+        ------
+        IndexFormatError
+            The directory is missing, truncated, corrupt, or not a SPLADE index of this format.
+        ValueError
+            An encoder of another model or vocabulary than the index's.
+        ModelNotFoundError
+            ``encoder`` is None and the SPLADE model is not prepared.
+        """
+        manifest, arrays = read_index_dir(path, FORMAT, FORMAT_VERSION, mmap=mmap, verify=verify)
+        try:
+            quantization = manifest["quantization"]
+            scale = float(quantization["scale"])
+            if quantization["levels"] != IMPACT_LEVELS or quantization["dtype"] != "uint8":
+                raise ValueError(f"quantization {quantization!r}")
+            if not np.isfinite(scale) or scale <= 0:
+                raise ValueError(f"scale {scale}")
+            n_docs = int(manifest["stats"]["num_documents"])
+            vocab_size = int(manifest["stats"]["vocab_size"])
+            if manifest["doc_ids"] not in ("explicit", "positions"):
+                raise ValueError(f"doc_ids is {manifest['doc_ids']!r}")
+            explicit = manifest["doc_ids"] == "explicit"
+            model_hash = manifest["encoder_model_hash"]
+            if not isinstance(model_hash, str):
+                raise ValueError(f"encoder_model_hash is {model_hash!r}, not a str")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexFormatError(
+                f"{path}: bad manifest entry ({exc}); rebuild the index"
+            ) from None
+        _check_arrays(path, arrays, n_docs, vocab_size, explicit)
+        if encoder is None:
+            from hybrid_engine.splade_encoder import SpladeEncoder
+
+            encoder = SpladeEncoder.load()
+        if encoder.model_hash != model_hash or encoder.vocab_size != vocab_size:
+            raise ValueError(
+                f"the index at {path} was built by the model with hash {model_hash} "
+                f"({vocab_size} terms), the encoder has {encoder.model_hash} "
+                f"({encoder.vocab_size} terms): its query vectors would not match; load with the "
+                "encoder that built the index, or rebuild the index with this one"
+            )
+        doc_ids = (
+            DocIds(n_docs, arrays["doc_id_bytes"], arrays["doc_id_offsets"])
+            if explicit
+            else DocIds(n_docs)
+        )
+        index_arrays = {name: arrays[name] for name in _INDEX_ARRAYS}
+        return cls(index_arrays, scale, doc_ids, encoder, model_hash)
+
+
+def _check_arrays(
+    path: str | os.PathLike[str],
+    arrays: dict[str, np.ndarray],
+    n_docs: int,
+    vocab_size: int,
+    explicit: bool,
+) -> None:
+    """Raise IndexFormatError unless the arrays form postings of ``n_docs`` documents over
+    ``vocab_size`` terms (the kernels index without bounds checks)."""
+
+    def fail(what: str) -> IndexFormatError:
+        return IndexFormatError(f"{path}: {what}; the index is corrupt, rebuild it")
+
+    expected = dict(_INDEX_ARRAYS)
+    if explicit:
+        expected.update(doc_id_bytes=np.uint8, doc_id_offsets=np.int64)
+    if set(arrays) != set(expected):
+        raise fail(f"expected arrays {sorted(expected)}, found {sorted(arrays)}")
+    for name, dtype in expected.items():
+        if arrays[name].dtype != dtype or arrays[name].ndim != 1:
+            raise fail(f"{name} is {arrays[name].dtype} with {arrays[name].ndim} dims")
+    if n_docs < 1 or vocab_size < 1:
+        raise fail(f"{n_docs} documents, {vocab_size} terms")
+    offsets, docs, impacts = arrays["posting_offsets"], arrays["doc_ids"], arrays["impacts"]
+    if not delimits(offsets, docs, vocab_size) or len(impacts) != len(docs):
+        raise fail("posting_offsets does not delimit doc_ids and impacts")
+    if explicit and not delimits(arrays["doc_id_offsets"], arrays["doc_id_bytes"], n_docs):
+        raise fail("doc_id_offsets does not delimit doc_id_bytes")
+    if len(docs) and (docs.min() < 0 or docs.max() >= n_docs or impacts.min() == 0):
+        raise fail(f"doc ids outside [0, {n_docs}) or zero impacts")
+    ascending = np.diff(docs.astype(np.int64)) > 0
+    starts = offsets[1:-1]
+    ascending[starts[(starts > 0) & (starts < len(docs))] - 1] = True  # a new term begins
+    if not ascending.all():
+        raise fail("doc ids do not ascend within a term")
