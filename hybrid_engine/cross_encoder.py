@@ -30,6 +30,11 @@ MAX_PAIRS_PER_RUN = 256
 """Most pairs in one ONNX Runtime call (short pairs)."""
 
 
+PREFIX_CHARS_PER_TOKEN = 12
+"""Characters of a passage tokenized per token of room before falling back to all of it
+(``CrossEncoder._passage_tokens``): English WordPiece tokens average 4-5 characters."""
+
+
 class CrossEncoder:
     """A BERT-style cross-encoder (one relevance logit per query-passage pair) on ONNX Runtime.
 
@@ -170,13 +175,45 @@ class CrossEncoder:
         )
         for encoding in query_tokens.values():
             encoding.truncate(self._query_max_tokens)
-        passage_tokens = self._tokenizer.encode_batch(list(passages), add_special_tokens=False)
+        rooms = [self._max_length - self._specials - len(query_tokens[q].ids) for q in queries]
+        passage_tokens = self._passage_tokens(passages, rooms)
         pairs = []
-        for query, passage in zip(queries, passage_tokens, strict=True):
-            first = query_tokens[query]
-            passage.truncate(self._max_length - self._specials - len(first.ids))
-            pairs.append(self._tokenizer.post_process(first, passage, add_special_tokens=True))
+        for query, passage, room in zip(queries, passage_tokens, rooms, strict=True):
+            passage.truncate(room)
+            pairs.append(
+                self._tokenizer.post_process(query_tokens[query], passage, add_special_tokens=True)
+            )
         return pairs
+
+    def _passage_tokens(self, passages: Sequence[str], rooms: Sequence[int]) -> list[Encoding]:
+        """Tokens of each passage, at least its first ``room`` (all, when it has fewer).
+
+        A long passage is tokenized from a prefix of ``PREFIX_CHARS_PER_TOKEN`` characters per
+        token of room, cut at a space: BERT's tokenizer splits words at spaces and tokenizes
+        each word alone, so such a prefix's tokens begin the whole passage's tokens. A prefix
+        that gives fewer than ``room`` tokens is tokenized again whole, so the result is always
+        the whole passage's tokens truncated, without tokenizing long passages to the end
+        (25-50 ms for 30 SciFact abstracts, against 130 ms for the int8 model at 64 tokens).
+        """
+        limits = [room * PREFIX_CHARS_PER_TOKEN for room in rooms]
+        cuts = [
+            passage.rfind(" ", 0, limit) if len(passage) > limit else -1
+            for passage, limit in zip(passages, limits, strict=True)
+        ]
+        texts = [p[:cut] if cut > 0 else p for p, cut in zip(passages, cuts, strict=True)]
+        tokens = self._tokenizer.encode_batch(texts, add_special_tokens=False)
+        short = [
+            i
+            for i, (cut, encoding, room) in enumerate(zip(cuts, tokens, rooms, strict=True))
+            if cut > 0 and len(encoding.ids) < room
+        ]
+        if short:
+            whole = self._tokenizer.encode_batch(
+                [passages[i] for i in short], add_special_tokens=False
+            )
+            for i, encoding in zip(short, whole, strict=True):
+                tokens[i] = encoding
+        return tokens
 
     def score(self, queries: str | Sequence[str], passages: Sequence[str]) -> np.ndarray:
         """Relevance scores of (query, passage) pairs.

@@ -152,6 +152,34 @@ def test_long_passage_scores_as_its_truncated_tokens(model: CrossEncoder, refere
     assert len(pair.ids) == 128 and pair.type_ids.count(1) == room + 1
 
 
+@pytest.mark.parametrize("max_length", [512, 64, 24])
+def test_passages_tokenized_from_a_prefix_equal_whole_ones_truncated(
+    model: CrossEncoder, reference, scifact_pairs, max_length: int
+) -> None:
+    """The prefix shortcut (``_passage_tokens``) against the transformers tokenizer on whole
+    passages: real abstracts, one long word (a prefix too short: the whole passage is read),
+    words without spaces, and text shorter than the room."""
+    tokenizer = reference[0]
+    query = "Macrophages regulate inflammation in adipose tissue."
+    passages = [
+        *scifact_pairs[1][:8],
+        "x" * 5000 + " tail words here",
+        "supercalifragilistic" * 300,
+        "短文本没有空格" * 200,
+        "short passage",
+    ]
+    loaded = CrossEncoder.load(model.info.path, max_length=max_length)
+    room = (
+        max_length
+        - 3
+        - min(len(tokenizer(query, add_special_tokens=False)["input_ids"]), loaded.query_max_tokens)
+    )
+    for passage, pair in zip(passages, loaded.encode_pairs([query] * len(passages), passages)):
+        whole = tokenizer(passage, add_special_tokens=False)["input_ids"]
+        first = pair.type_ids.index(1)
+        assert pair.ids[first:-1] == whole[:room]
+
+
 @pytest.mark.parametrize("max_length", [512, 96, 64])
 def test_long_query_keeps_its_share(model: CrossEncoder, reference, max_length: int) -> None:
     passage = "Vitamin D and multiple sclerosis risk in a cohort of nurses. " * 40
