@@ -31,4 +31,8 @@ def create_session(path: str | os.PathLike[str], num_threads: int | None) -> ort
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3  # warnings about unused initializers are noise to users
+    # Idle pool threads sleep instead of spinning: the engine runs several models one after
+    # another (bi-encoder, SPLADE, cross-encoder), and a spinning pool of one steals the
+    # cores of the next.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(os.fspath(path), options, providers=["CPUExecutionProvider"])
