@@ -8,7 +8,7 @@ blend at the weight the validation gate chose (the manifest's training record); 
 on test is shown only for reference (chosen on test, it is not a result)::
 
     PYTHONPATH=. python scripts/rerank_report.py PREPARED_FOLDER [--variant int8]
-        [--collections scifact,med] [--json report.json]
+        [--max-length N] [--collections scifact,med] [--json report.json]
 """
 
 from __future__ import annotations
@@ -35,10 +35,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--collections", default=",".join(COLLECTIONS))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--variant", default="int8", choices=("fp32", "int8"))
+    parser.add_argument(
+        "--max-length", type=int, default=None, help="tokens per pair (default: the model's)"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     args = parser.parse_args(argv)
 
-    cross_encoder = CrossEncoder.load(args.model, variant=args.variant, num_threads=args.threads)
+    cross_encoder = CrossEncoder.load(
+        args.model, variant=args.variant, num_threads=args.threads, max_length=args.max_length
+    )
     record = cross_encoder.training
     if record is None:
         parser.error(f"{args.model} has no training record; give a folder train-reranker prepared")
