@@ -51,9 +51,11 @@ def plot_quality_latency(
     points = {name: (row[latency], row[metric]) for name, row in rows.items()}
     figure, axes = plt.subplots(figsize=(6.4, 4.4), dpi=120)
     try:
-        for name, (x, y) in points.items():
+        for i, (name, (x, y)) in enumerate(sorted(points.items(), key=lambda item: item[1])):
             axes.scatter([x], [y], s=36)
-            axes.annotate(name, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=9)
+            # Neighbours in latency get their labels above and below in turn.
+            offset = (5, 4) if i % 2 == 0 else (5, -12)
+            axes.annotate(name, (x, y), textcoords="offset points", xytext=offset, fontsize=9)
         axes.set_xscale("log")
         axes.set_xlabel(f"{latency.replace('_ms', '')} latency per query, ms (log scale)")
         axes.set_ylabel(metric)
