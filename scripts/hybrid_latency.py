@@ -24,7 +24,7 @@ import numpy as np
 from hybrid_engine import CrossEncoder, EmbeddingCache, Encoder, HybridIndex
 from hybrid_engine.cli import DEFAULT_DATASET
 from hybrid_engine.evaluation import load_beir
-from hybrid_engine.evaluation.runner import documents_with_text, reranker_path
+from hybrid_engine.evaluation.runner import documents_with_text
 
 
 def main() -> None:
@@ -43,7 +43,7 @@ def main() -> None:
     reranker = None
     if args.reranker is not None:
         reranker = CrossEncoder.load(
-            reranker_path(args.reranker),
+            args.reranker,
             variant=args.rerank_variant,
             max_length=args.rerank_max_length,
         )

@@ -6,7 +6,6 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -19,7 +18,6 @@ from hybrid_engine.encoder import Encoder
 from hybrid_engine.evaluation.datasets import Dataset
 from hybrid_engine.evaluation.metrics import evaluate, parse_metric, run_from_results
 from hybrid_engine.hybrid import HybridIndex
-from hybrid_engine.model_store import models_dir
 from hybrid_engine.results import SearchResult
 from hybrid_engine.splade import SpladeIndex
 from hybrid_engine.splade_encoder import SpladeEncoder
@@ -158,29 +156,23 @@ def _hybrid(retrievers: Sequence[str], rerank: bool = False) -> Builder:
     return build
 
 
-def reranker_path(reranker: str | os.PathLike[str] | None) -> Path:
-    """The prepared cross-encoder folder ``reranker`` names: itself when it is a folder, else
-    the folder of that name in ``model_store.models_dir()``.
+def load_reranker(options: BuildOptions) -> CrossEncoder:
+    """``options.reranker`` (a folder, or a name ``CrossEncoder.load`` finds in the models
+    folder) loaded with the options' variant, threads and max_length.
 
     Raises
     ------
     ValueError
-        ``reranker`` is None (the message says how to get one).
+        ``options.reranker`` is None (the message says how to get one).
     """
-    if reranker is None:
+    if options.reranker is None:
         raise ValueError(
             "the rerank configuration needs a cross-encoder: give --reranker NAME (or a folder), "
             "one prepared by `hybrid-engine train-reranker` or `hybrid-engine models "
             "prepare-reranker`"
         )
-    path = Path(reranker)
-    return path if path.is_dir() else models_dir() / str(reranker)
-
-
-def load_reranker(options: BuildOptions) -> CrossEncoder:
-    """``options.reranker`` loaded with the options' variant, threads and max_length."""
     return CrossEncoder.load(
-        reranker_path(options.reranker),
+        options.reranker,
         variant=options.rerank_variant,
         num_threads=options.num_threads,
         max_length=options.rerank_max_length,
