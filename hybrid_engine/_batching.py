@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 import numpy as np
 from tokenizers import Encoding
@@ -35,8 +35,9 @@ def length_runs(lengths: np.ndarray, max_items: int, max_tokens: int) -> Iterato
         start += size
 
 
-def pad_encodings(encodings: Sequence[Encoding]) -> dict[str, np.ndarray]:
-    """``input_ids``, ``attention_mask`` and ``token_type_ids`` of ``encodings``, right-padded.
+def pad_encodings(encodings: Sequence[Encoding], inputs: Collection[str]) -> dict[str, np.ndarray]:
+    """The ONNX feed of ``encodings``, right-padded: ``input_ids``, ``attention_mask`` and
+    ``token_type_ids``, each only when it is one of the graph's ``inputs``.
 
     Returns
     -------
@@ -52,4 +53,5 @@ def pad_encodings(encodings: Sequence[Encoding]) -> dict[str, np.ndarray]:
         ids[row, :n] = encoding.ids
         mask[row, :n] = 1
         types[row, :n] = encoding.type_ids
-    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+    feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+    return {name: array for name, array in feed.items() if name in inputs}

@@ -61,6 +61,7 @@ class CrossEncoder:
         self._variant = variant
         self._max_length = _check_max_length(max_length, info)
         self._session = create_session(info.variant_file(variant), num_threads)
+        self._inputs = {i.name for i in self._session.get_inputs()}
         tokenizer = Tokenizer.from_file(str(info.path / TOKENIZER_FILE))
         # Queries and passages are tokenized alone, truncated here, then joined by the
         # tokenizer's own pair template (post_process).
@@ -256,7 +257,7 @@ class CrossEncoder:
         pairs = self.encode_pairs(query_list, passage_list)
         lengths = np.fromiter((len(e.ids) for e in pairs), np.int64, len(pairs))
         for positions in length_runs(lengths, MAX_PAIRS_PER_RUN, TOKENS_PER_RUN):
-            feed = pad_encodings([pairs[p] for p in positions])
+            feed = pad_encodings([pairs[p] for p in positions], self._inputs)
             out[positions] = self._session.run(None, feed)[0][:, 0]
         return out
 

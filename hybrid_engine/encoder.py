@@ -141,9 +141,7 @@ class Encoder:
         )
 
     def _embed(self, encodings: Sequence[Encoding]) -> np.ndarray:
-        feed = pad_encodings(encodings)
-        if "token_type_ids" not in self._inputs:
-            del feed["token_type_ids"]
+        feed = pad_encodings(encodings, self._inputs)
         states = self._session.run(None, feed)[0]
         weights = feed["attention_mask"].astype(np.float32)[:, :, None]
         pooled = (states * weights).sum(axis=1) / weights.sum(axis=1)

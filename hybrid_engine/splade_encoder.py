@@ -171,9 +171,7 @@ class SpladeEncoder:
         ) as bar:
             lengths = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
             for positions in length_runs(lengths, batch_size, TOKENS_PER_RUN):
-                feed = pad_encodings([encodings[p] for p in positions])
-                if "token_type_ids" not in self._inputs:
-                    del feed["token_type_ids"]
+                feed = pad_encodings([encodings[p] for p in positions], self._inputs)
                 pooled = self._session.run(None, feed)[0]
                 row, term = np.nonzero(pooled > 0)
                 counts[positions] = np.bincount(row, minlength=len(positions))
