@@ -36,13 +36,14 @@ INT8_QUANTIZATION = {
 }
 
 
-def require(module: str) -> Any:
-    """Import ``module`` of the export extra; HybridEngineError with the install command."""
+def require(module: str, purpose: str = "preparing models") -> Any:
+    """Import ``module`` of the export extra; HybridEngineError with the install command,
+    saying that ``purpose`` needs it."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
         raise HybridEngineError(
-            f"preparing models needs {exc.name!r}, which is not installed: {EXPORT_EXTRA_HINT}"
+            f"{purpose} needs {exc.name!r}, which is not installed: {EXPORT_EXTRA_HINT}"
         ) from None
 
 

