@@ -19,7 +19,7 @@ from hybrid_engine.model_store import (
     models_dir,
     read_model,
 )
-from hybrid_engine.onnx_session import create_session
+from hybrid_engine.onnx_session import OnnxModel
 
 QUERY_MAX_TOKENS = 64
 """Most query tokens in a pair (special tokens not counted), and at most half of the pair's
@@ -35,7 +35,7 @@ PREFIX_CHARS_PER_TOKEN = 12
 (``CrossEncoder._passage_tokens``): English WordPiece tokens average 4-5 characters."""
 
 
-class CrossEncoder:
+class CrossEncoder(OnnxModel):
     """A BERT-style cross-encoder (one relevance logit per query-passage pair) on ONNX Runtime.
 
     Load one with ``CrossEncoder.load`` from a folder prepared by
@@ -57,11 +57,8 @@ class CrossEncoder:
         self, info: ModelInfo, variant: str, num_threads: int | None, max_length: int | None
     ) -> None:
         """Private: use ``load``."""
-        self._info = info
-        self._variant = variant
         self._max_length = _check_max_length(max_length, info)
-        self._session = create_session(info.variant_file(variant), num_threads)
-        self._inputs = {i.name for i in self._session.get_inputs()}
+        super().__init__(info, variant, num_threads)
         tokenizer = Tokenizer.from_file(str(info.path / TOKENIZER_FILE))
         # Queries and passages are tokenized alone, truncated here, then joined by the
         # tokenizer's own pair template (post_process).
@@ -115,16 +112,6 @@ class CrossEncoder:
         return cls(read_model(folder, kind=CROSS_ENCODER), variant, num_threads, max_length)
 
     @property
-    def name(self) -> str:
-        """Model name (the prepared folder's name by default)."""
-        return self._info.name
-
-    @property
-    def variant(self) -> str:
-        """``"fp32"`` or ``"int8"``."""
-        return self._variant
-
-    @property
     def max_length(self) -> int:
         """Tokens kept per pair, special tokens included."""
         return self._max_length
@@ -135,21 +122,11 @@ class CrossEncoder:
         return self._query_max_tokens
 
     @property
-    def model_hash(self) -> str:
-        """sha256 identifying what decides the scores: graph, tokenizer and truncation."""
-        return self._model_hash
-
-    @property
     def training(self) -> dict[str, Any] | None:
         """What the engine's trainer recorded (data, settings, validation metrics), or None
         for a model trained elsewhere."""
         training = self._info.manifest.get("training")
         return dict(training) if isinstance(training, dict) else None
-
-    @property
-    def info(self) -> ModelInfo:
-        """The prepared folder's manifest."""
-        return self._info
 
     def __repr__(self) -> str:
         return (

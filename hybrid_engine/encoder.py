@@ -11,7 +11,7 @@ from tqdm.auto import tqdm
 
 from hybrid_engine._batching import length_runs, pad_encodings
 from hybrid_engine.model_store import BI_ENCODER, TOKENIZER_FILE, ModelInfo, read_model
-from hybrid_engine.onnx_session import create_session
+from hybrid_engine.onnx_session import OnnxModel
 
 TOKENS_PER_RUN = 2048
 """Most tokens (texts x padded length) in one ONNX Runtime call: small runs keep the
@@ -53,7 +53,7 @@ def load_tokenizer(info: ModelInfo) -> Tokenizer:
     return tokenizer
 
 
-class Encoder:
+class Encoder(OnnxModel):
     """A sentence-transformers style bi-encoder (mean pooling, L2 norm) on ONNX Runtime.
 
     Load one with ``Encoder.load``. The default model is all-MiniLM-L6-v2 as prepared by
@@ -67,12 +67,8 @@ class Encoder:
 
     def __init__(self, info: ModelInfo, variant: str, num_threads: int | None) -> None:
         """Private: use ``load``."""
-        self._info = info
-        self._variant = variant
-        self._session = create_session(info.variant_file(variant), num_threads)
-        self._inputs = {i.name for i in self._session.get_inputs()}
+        super().__init__(info, variant, num_threads)
         self._tokenizer = load_tokenizer(info)
-        self._model_hash = info.model_hash(variant)
 
     @classmethod
     def load(
@@ -105,16 +101,6 @@ class Encoder:
         return cls(read_model(path, kind=BI_ENCODER), variant, num_threads)
 
     @property
-    def name(self) -> str:
-        """Model name, e.g. ``"all-MiniLM-L6-v2"``."""
-        return self._info.name
-
-    @property
-    def variant(self) -> str:
-        """``"fp32"`` or ``"int8"``."""
-        return self._variant
-
-    @property
     def dim(self) -> int:
         """Embedding dimension."""
         return self._info.dim
@@ -123,16 +109,6 @@ class Encoder:
     def max_length(self) -> int:
         """Tokens kept per text, special tokens included."""
         return self._info.max_length
-
-    @property
-    def model_hash(self) -> str:
-        """sha256 identifying what decides the embeddings: graph, tokenizer, length, pooling."""
-        return self._model_hash
-
-    @property
-    def info(self) -> ModelInfo:
-        """The prepared folder's manifest."""
-        return self._info
 
     def __repr__(self) -> str:
         return (

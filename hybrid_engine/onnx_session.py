@@ -1,4 +1,5 @@
-"""The one place ONNX Runtime sessions are created, with explicit CPU thread settings."""
+"""The one place ONNX Runtime sessions are created, with explicit CPU thread settings, and the
+base of the models that run in them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import onnxruntime as ort
 
 from hybrid_engine._threads import check_threads
+from hybrid_engine.model_store import ModelInfo
 
 
 def create_session(path: str | os.PathLike[str], num_threads: int | None) -> ort.InferenceSession:
@@ -36,3 +38,42 @@ def create_session(path: str | os.PathLike[str], num_threads: int | None) -> ort
     # cores of the next.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(os.fspath(path), options, providers=["CPUExecutionProvider"])
+
+
+class OnnxModel:
+    """What every model of the engine shares: its prepared folder, variant, ONNX Runtime
+    session and identity (``Encoder``, ``SpladeEncoder`` and ``CrossEncoder`` extend it).
+
+    Subclasses add their tokenizer; one whose runtime settings change the outputs (the
+    cross-encoder's truncation) replaces ``_model_hash`` with ``info.model_hash(variant,
+    **settings)``.
+    """
+
+    def __init__(self, info: ModelInfo, variant: str, num_threads: int | None) -> None:
+        """Private: use the subclass's ``load``."""
+        self._info = info
+        self._variant = variant
+        self._session = create_session(info.variant_file(variant), num_threads)
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._model_hash = info.model_hash(variant)
+
+    @property
+    def name(self) -> str:
+        """Model name, e.g. ``"all-MiniLM-L6-v2"`` (the manifest's)."""
+        return self._info.name
+
+    @property
+    def variant(self) -> str:
+        """``"fp32"`` or ``"int8"``."""
+        return self._variant
+
+    @property
+    def model_hash(self) -> str:
+        """sha256 identifying what decides the outputs: graph, tokenizer, length, pooling,
+        normalisation (and any runtime setting that changes them)."""
+        return self._model_hash
+
+    @property
+    def info(self) -> ModelInfo:
+        """The prepared folder's manifest."""
+        return self._info

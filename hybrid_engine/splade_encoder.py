@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from hybrid_engine._batching import length_runs, pad_encodings
 from hybrid_engine.encoder import check_texts, load_tokenizer
 from hybrid_engine.model_store import SPLADE, ModelInfo, read_model
-from hybrid_engine.onnx_session import create_session
+from hybrid_engine.onnx_session import OnnxModel
 
 TOKENS_PER_RUN = 1024
 """Most padded tokens in one ONNX Runtime call. The graph's vocabulary projection makes a
@@ -45,7 +45,7 @@ class SparseVectors(NamedTuple):
     weights: np.ndarray
 
 
-class SpladeEncoder:
+class SpladeEncoder(OnnxModel):
     """A SPLADE model (BERT masked-language model, max-pooled log-saturated logits) on ONNX
     Runtime.
 
@@ -59,12 +59,8 @@ class SpladeEncoder:
 
     def __init__(self, info: ModelInfo, variant: str, num_threads: int | None) -> None:
         """Private: use ``load``."""
-        self._info = info
-        self._variant = variant
-        self._session = create_session(info.variant_file(variant), num_threads)
-        self._inputs = {i.name for i in self._session.get_inputs()}
+        super().__init__(info, variant, num_threads)
         self._tokenizer = load_tokenizer(info)
-        self._model_hash = info.model_hash(variant)
 
     @classmethod
     def load(
@@ -97,16 +93,6 @@ class SpladeEncoder:
         return cls(read_model(path, kind=SPLADE), variant, num_threads)
 
     @property
-    def name(self) -> str:
-        """Model name, e.g. ``"splade-tiny"``."""
-        return self._info.name
-
-    @property
-    def variant(self) -> str:
-        """``"fp32"`` or ``"int8"``."""
-        return self._variant
-
-    @property
     def vocab_size(self) -> int:
         """Number of vocabulary terms: term ids are in ``[0, vocab_size)``."""
         return self._info.dim
@@ -115,16 +101,6 @@ class SpladeEncoder:
     def max_length(self) -> int:
         """Tokens kept per text, special tokens included."""
         return self._info.max_length
-
-    @property
-    def model_hash(self) -> str:
-        """sha256 identifying what decides the vectors: graph, tokenizer, length, pooling."""
-        return self._model_hash
-
-    @property
-    def info(self) -> ModelInfo:
-        """The prepared folder's manifest."""
-        return self._info
 
     def __repr__(self) -> str:
         return (
