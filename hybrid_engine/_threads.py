@@ -20,15 +20,6 @@ def default_threads() -> int:
     return os.cpu_count() or 1
 
 
-def check_threads(num_threads: int | None) -> int:
-    """``num_threads``, or ``default_threads()`` for None; ValueError unless a positive int."""
-    if num_threads is None:
-        return default_threads()
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
-    return num_threads
-
-
 def shared_pool(workers: int) -> ThreadPoolExecutor:
     """A process-wide pool of at least ``workers`` threads.
 

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeAlias, Union, overload
 
 import numpy as np
 
-from hybrid_engine.text_store import pack_utf8
+from hybrid_engine.errors import IndexFormatError
+from hybrid_engine.packed import PackedStrings
+
+ENCODE_CHUNK = 16_384
+"""Documents handed to an encoder per call when an index encodes a corpus: enough for it to sort
+texts by length and pad little, few enough to bound memory."""
+
+_PREFIX = "doc_id"  # saved as doc_id_bytes, doc_id_offsets
 
 Document: TypeAlias = Union[str, Mapping[str, Any]]  # noqa: UP007 (runtime alias on 3.10)
 """A document: plain text, or a mapping with ``"text"`` and optional ``"title"`` and ``"_id"``."""
@@ -66,17 +74,14 @@ def iter_batches(
 
 
 class DocIds(Sequence[str]):
-    """The corpus ``_id`` of every position, stored compactly as UTF-8 bytes and offsets.
+    """The corpus ``_id`` of every position, packed (``PackedStrings``).
 
-    When the corpus gave no ids, ``ids[i]`` is ``str(i)``.
+    When the corpus gave no ids, ``ids[i]`` is ``str(i)`` and nothing is stored.
     """
 
-    def __init__(
-        self, n_docs: int, data: np.ndarray | None = None, offsets: np.ndarray | None = None
-    ):
+    def __init__(self, n_docs: int, packed: PackedStrings | None = None) -> None:
         self._n = n_docs
-        self._data = data
-        self._offsets = offsets
+        self._packed = packed
 
     @classmethod
     def from_list(cls, ids: Sequence[str | None]) -> DocIds:
@@ -94,8 +99,40 @@ class DocIds(Sequence[str]):
             seen: set[str] = set()
             duplicate = next(i for i in given if i in seen or seen.add(i))  # type: ignore[func-returns-value]
             raise ValueError(f"duplicate document '_id' {duplicate!r}; ids must be unique")
-        data, offsets = pack_utf8(given)
-        return cls(len(ids), data, offsets)
+        return cls(len(ids), PackedStrings.from_strings(given))
+
+    @classmethod
+    def from_saved(
+        cls,
+        path: str | os.PathLike[str],
+        mode: object,
+        arrays: Mapping[str, np.ndarray],
+        n_docs: int,
+    ) -> DocIds:
+        """The ids the index at ``path`` saved: ``mode`` is its manifest's ``"doc_ids"`` entry
+        (``DocIds.mode``), ``arrays`` its arrays (those of ``arrays()`` among them when
+        explicit).
+
+        Raises
+        ------
+        IndexFormatError
+            ``mode`` is neither ``"explicit"`` nor ``"positions"``, disagrees with the arrays
+            present, or the id arrays do not hold ``n_docs`` ids.
+        """
+        try:
+            if mode not in ("explicit", "positions"):
+                raise ValueError(f"doc_ids is {mode!r}, not 'explicit' or 'positions'")
+            explicit = mode == "explicit"
+            if explicit != (f"{_PREFIX}_bytes" in arrays):
+                state = "absent" if explicit else "present"
+                raise ValueError(f"doc_ids is {mode!r} but the id arrays are {state}")
+            if not explicit:
+                return cls(n_docs)
+            return cls(n_docs, PackedStrings.from_arrays(arrays, n_docs, _PREFIX))
+        except ValueError as exc:
+            raise IndexFormatError(
+                f"{path}: bad manifest entry ({exc}); rebuild the index"
+            ) from None
 
     def append(self, ids: Sequence[str | None]) -> DocIds:
         """These ids followed by the ids of new documents, as a new ``DocIds``.
@@ -117,7 +154,7 @@ class DocIds(Sequence[str]):
                 else "the indexed documents have no '_id' (their ids are positions); add "
                 "documents without '_id'"
             )
-        if not self.explicit:
+        if self._packed is None or new._packed is None:
             return DocIds(self._n + new._n)
         existing = set(self)
         duplicate = next((i for i in ids if i in existing), None)
@@ -126,24 +163,21 @@ class DocIds(Sequence[str]):
                 f"duplicate document '_id' {duplicate!r}: the index already holds it; ids must "
                 "be unique"
             )
-        mine, theirs = self.arrays(), new.arrays()
-        ends = mine["doc_id_offsets"][-1] + theirs["doc_id_offsets"][1:]
-        return DocIds(
-            self._n + new._n,
-            np.concatenate([mine["doc_id_bytes"], theirs["doc_id_bytes"]]),
-            np.concatenate([mine["doc_id_offsets"], ends]),
-        )
+        return DocIds(self._n + new._n, self._packed.concat(new._packed))
 
     @property
     def explicit(self) -> bool:
         """Whether the corpus gave ids (otherwise ids are positions)."""
-        return self._data is not None
+        return self._packed is not None
+
+    @property
+    def mode(self) -> str:
+        """``"explicit"`` or ``"positions"``: the manifest entry ``from_saved`` reads."""
+        return "explicit" if self.explicit else "positions"
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """Arrays to save (empty when ids are positions)."""
-        if self._data is None or self._offsets is None:
-            return {}
-        return {"doc_id_bytes": self._data, "doc_id_offsets": self._offsets}
+        """Arrays to save (``doc_id_bytes``, ``doc_id_offsets``; none when ids are positions)."""
+        return {} if self._packed is None else self._packed.arrays(_PREFIX)
 
     def __len__(self) -> int:
         return self._n
@@ -160,7 +194,6 @@ class DocIds(Sequence[str]):
             position += self._n
         if not 0 <= position < self._n:
             raise IndexError(f"document position {position} out of range for {self._n} documents")
-        if self._data is None or self._offsets is None:
+        if self._packed is None:
             return str(position)
-        start, end = self._offsets[position], self._offsets[position + 1]
-        return bytes(self._data[start:end]).decode("utf-8", "surrogatepass")
+        return self._packed[position]

@@ -1,8 +1,10 @@
-"""The result type shared by every retriever."""
+"""The array types results come in: ``SearchResult`` (every retriever) and ``SparseVectors``
+(sparse encoders)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,3 +47,22 @@ class SearchResult:
             ids=np.full((n_queries, k), PAD_ID, dtype=np.int64),
             scores=np.full((n_queries, k), -np.inf, dtype=np.float32),
         )
+
+
+class SparseVectors(NamedTuple):
+    """Sparse vectors as CSR: row ``i`` has terms ``terms[offsets[i]:offsets[i + 1]]`` (int32,
+    ascending) with weights ``weights[offsets[i]:offsets[i + 1]]`` (float32, all > 0).
+
+    Attributes
+    ----------
+    offsets : numpy.ndarray
+        int64, shape ``(n + 1,)``, ``offsets[0] == 0``.
+    terms : numpy.ndarray
+        int32, shape ``(offsets[-1],)``: vocabulary ids.
+    weights : numpy.ndarray
+        float32, shape ``(offsets[-1],)``.
+    """
+
+    offsets: np.ndarray
+    terms: np.ndarray
+    weights: np.ndarray

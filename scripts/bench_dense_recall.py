@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine import DenseIndex
-from hybrid_engine.dense import DEFAULT_EF_SEARCH
+from hybrid_engine.dense.params import DEFAULT_EF_SEARCH
 
 
 def _per_query_ms(index: DenseIndex, queries: np.ndarray, k: int, exact: bool) -> float:

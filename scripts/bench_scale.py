@@ -91,7 +91,7 @@ def make_vocabulary(size: int, seed: int) -> list[str]:
     import Stemmer
 
     from hybrid_engine import AnalyzerConfig
-    from hybrid_engine.analysis import Analyzer
+    from hybrid_engine.lexical.analysis import Analyzer
 
     rng = np.random.default_rng([seed, 1])
     stem = Stemmer.Stemmer("english").stemWord

@@ -5,7 +5,7 @@ For every BEIR-layout collection under ``--data`` (default ``../shared/data/beir
 builds BM25 (defaults), dense retrieval (fp32 all-MiniLM-L6-v2, embeddings through the
 embedding cache) and SPLADE (fp32 splade-tiny) once over the documents with text, retrieves
 the top ``--depth`` (100) of each for the test queries, fuses the BM25 and dense lists, then
-all three, with every method of ``hybrid_engine.fusion`` (equal weights, ``rrf_k`` 60) and
+all three, with every method of ``hybrid_engine.pipeline.fusion`` (equal weights, ``rrf_k`` 60) and
 prints nDCG@10 as a markdown table (``METHOD`` two-way, ``METHOD+splade`` three-way), then
 SPLADE's costs (corpus encoding and index build seconds, documents encoded per second, query
 encoding milliseconds, one query per call)::
@@ -38,7 +38,7 @@ from hybrid_engine import (
 from hybrid_engine.cli import DEFAULT_DATASET
 from hybrid_engine.evaluation import Dataset, evaluate, load_beir, run_from_results
 from hybrid_engine.evaluation.runner import documents_with_text
-from hybrid_engine.fusion import METHODS
+from hybrid_engine.pipeline.fusion import METHODS
 
 DEFAULT_DATA = DEFAULT_DATASET.parent
 RETRIEVERS = ("bm25", "dense", "splade")

@@ -20,7 +20,8 @@ import pytrec_eval
 from hybrid_engine import SearchResult, fuse
 from hybrid_engine.cli import DEFAULT_DATASET
 from hybrid_engine.evaluation import Dataset, load_beir, run_from_results
-from hybrid_engine.evaluation.runner import HYBRID_DEPTH, build_hybrid
+from hybrid_engine.evaluation.runner import build_hybrid
+from hybrid_engine.pipeline.engine import DEFAULT_DEPTH
 
 
 def per_query_ndcg10(dataset: Dataset, result: SearchResult, doc_ids: list[str]) -> np.ndarray:
@@ -56,10 +57,10 @@ def main() -> None:
         queries = list(dataset.queries.values())
         doc_ids = list(engine.doc_ids)
         legs = [
-            engine.bm25.search(queries, HYBRID_DEPTH),
-            engine.dense.search(queries, HYBRID_DEPTH),
+            engine.bm25.search(queries, DEFAULT_DEPTH),
+            engine.dense.search(queries, DEFAULT_DEPTH),
         ]
-        hybrid = per_query_ndcg10(dataset, fuse(legs, 10, depth=HYBRID_DEPTH), doc_ids)
+        hybrid = per_query_ndcg10(dataset, fuse(legs, 10, depth=DEFAULT_DEPTH), doc_ids)
         bm25, dense = (per_query_ndcg10(dataset, leg, doc_ids) for leg in legs)
         best = dense if dense.mean() > bm25.mean() else bm25
         print(

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from hybrid_engine.cli import DEFAULT_DATASET
 from hybrid_engine.corpus import document_text
-from hybrid_engine.cross_encoder import CrossEncoder
 from hybrid_engine.evaluation import load_beir
 from hybrid_engine.evaluation.runner import build_hybrid, documents_with_text
+from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.training import evaluate_reranker
 
 COLLECTIONS = ("scifact", "cranfield", "cisi", "med", "nfcorpus-partial")

@@ -26,14 +26,14 @@ def model_path() -> Path:
     Absent: the test fails under CI (whose set-up prepares it) and skips, with the command to
     run, elsewhere.
     """
-    from hybrid_engine.model_store import DEFAULT_MODEL
+    from hybrid_engine.models.store import DEFAULT_MODEL
 
     return _prepared(DEFAULT_MODEL, "model")
 
 
 def _prepared(name: str, what: str) -> Path:
     """The prepared folder of model ``name``, or a CI failure / local skip naming the command."""
-    from hybrid_engine.model_store import PREPARE_COMMAND, default_model_path
+    from hybrid_engine.models.store import PREPARE_COMMAND, default_model_path
 
     path = default_model_path(name)
     if not (path / "manifest.json").is_file():
@@ -51,7 +51,7 @@ def _missing(message: str) -> NoReturn:
 @pytest.fixture(scope="session")
 def encoder(model_path: Path):  # type: ignore[no-untyped-def]
     """The default fp32 ``Encoder``, loaded once per session."""
-    from hybrid_engine.encoder import Encoder
+    from hybrid_engine.models.bi_encoder import Encoder
 
     return Encoder.load(model_path)
 
@@ -112,7 +112,7 @@ def cross_encoder_path(
     cross_encoder_source: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
     """``cross_encoder_source`` prepared (fp32 and int8), once per session."""
-    from hybrid_engine.cross_encoder_prepare import prepare_cross_encoder
+    from hybrid_engine.models.export.cross_encoder import prepare_cross_encoder
 
     output = tmp_path_factory.mktemp("cross-encoder") / "minilm-ce"
     return prepare_cross_encoder(cross_encoder_source, output)
@@ -125,7 +125,7 @@ def splade_path() -> Path:
     Absent: the test fails under CI (whose set-up prepares it) and skips, with the command to
     run, elsewhere.
     """
-    from hybrid_engine.model_store import SPLADE_MODEL
+    from hybrid_engine.models.store import SPLADE_MODEL
 
     return _prepared(SPLADE_MODEL, "SPLADE model")
 
@@ -133,6 +133,6 @@ def splade_path() -> Path:
 @pytest.fixture(scope="session")
 def splade_encoder(splade_path: Path):  # type: ignore[no-untyped-def]
     """The default fp32 ``SpladeEncoder``, loaded once per session."""
-    from hybrid_engine.splade_encoder import SpladeEncoder
+    from hybrid_engine.models.splade import SpladeEncoder
 
     return SpladeEncoder.load(splade_path)

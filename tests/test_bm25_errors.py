@@ -145,13 +145,13 @@ def test_single_string_is_a_batch_of_one(index: BM25Index) -> None:
 
 @pytest.mark.parametrize("k", [0, -1, -100])
 def test_k_below_one(index: BM25Index, k: int) -> None:
-    with pytest.raises(ValueError, match=rf"k must be a positive int, got {k}"):
+    with pytest.raises(ValueError, match=rf"k must be an int >= 1, got {k}"):
         index.search("quick", k)
 
 
 @pytest.mark.parametrize("k", [2.0, "3", True, None])
 def test_k_not_an_int(index: BM25Index, k) -> None:
-    with pytest.raises(ValueError, match="k must be a positive int"):
+    with pytest.raises(ValueError, match="k must be an int >= 1"):
         index.search("quick", k)
 
 

@@ -23,7 +23,8 @@ from numba.core import config
 assert config.DISABLE_JIT, "NUMBA_DISABLE_JIT did not take effect"
 from bm25_checks import compare_with_oracle, oracle_for
 from test_bm25_nojit import CASES, CORPUS, QUERIES
-from hybrid_engine import BM25Index, _bm25_kernels
+from hybrid_engine import BM25Index
+from hybrid_engine.lexical import _kernels as _bm25_kernels
 assert not isinstance(_bm25_kernels.search_batch, numba.core.registry.CPUDispatcher)
 out = {}
 for i, (method, cache, k) in enumerate(CASES):

@@ -13,7 +13,7 @@ import pytest
 from index_dirs import copy_index, edit_manifest, fix_checksums, rewrite
 
 from hybrid_engine import BM25Index, IndexFormatError, __version__, storage
-from hybrid_engine.bm25 import FORMAT, FORMAT_VERSION
+from hybrid_engine.lexical.bm25 import FORMAT, FORMAT_VERSION
 
 CORPUS = [
     {
@@ -297,7 +297,11 @@ def test_doc_freq_disagrees_with_postings(copy) -> None:
             "posting_offsets does not delimit",
         ),
         ("vocab_offsets", lambda a: a.__setitem__(0, 1), "vocab_offsets does not delimit"),
-        ("doc_id_offsets", lambda a: a.__setitem__(2, 10**6), "doc_id_offsets does not delimit"),
+        (
+            "doc_id_offsets",
+            lambda a: a.__setitem__(2, 10**6),
+            "doc_id_bytes and doc_id_offsets do not hold",
+        ),
         ("doc_freqs", lambda a: a.__setitem__(0, 0), "negative document lengths or empty posting"),
         ("doc_lengths", lambda a: a.__setitem__(9, -4), "negative document lengths"),
     ],

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from conftest import CROSS_ENCODER_TRAINING
 
-from hybrid_engine import cross_encoder as cross_encoder_module
-from hybrid_engine.cross_encoder import QUERY_MAX_TOKENS, CrossEncoder
-from hybrid_engine.encoder import Encoder
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.model_store import ModelNotFoundError, read_model
+from hybrid_engine.models import cross_encoder as cross_encoder_module
+from hybrid_engine.models.bi_encoder import Encoder
+from hybrid_engine.models.cross_encoder import QUERY_MAX_TOKENS, CrossEncoder
+from hybrid_engine.models.store import ModelNotFoundError, read_model
 
 torch = pytest.importorskip("torch", reason="the export extra is not installed")
 transformers = pytest.importorskip("transformers", reason="the export extra is not installed")
@@ -301,7 +301,7 @@ def test_corrupt_manifest(cross_encoder_path: Path, tmp_path: Path, edit, match)
 def test_runtime_needs_no_torch(cross_encoder_path: Path) -> None:
     script = f"""
 import sys
-from hybrid_engine.cross_encoder import CrossEncoder
+from hybrid_engine.models.cross_encoder import CrossEncoder
 scores = CrossEncoder.load({str(cross_encoder_path)!r}, variant="int8").score("q", ["a", "b"])
 assert scores.shape == (2,)
 heavy = ("torch", "transformers", "huggingface_hub", "optimum")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_engine import cross_encoder_prepare as prepare
 from hybrid_engine.cli import main
 from hybrid_engine.errors import HybridEngineError
+from hybrid_engine.models.export import cross_encoder as prepare
 
 
 def _source(root: Path, **config) -> Path:

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from hybrid_engine import DenseIndex, SearchResult
-from hybrid_engine.dense import DEFAULT_EF_SEARCH, DEFAULT_EXACT_THRESHOLD
+from hybrid_engine.dense.params import DEFAULT_EF_SEARCH, DEFAULT_EXACT_THRESHOLD
 
 RNG = np.random.default_rng(0)
 VECTORS = RNG.standard_normal((300, 16)).astype(np.float32)
@@ -502,7 +502,7 @@ def test_zero_query_is_fine_under_inner_product() -> None:
 
 @pytest.mark.parametrize("k", [0, -1, 1.5, True, "3", None])
 def test_bad_k(k) -> None:
-    with pytest.raises(ValueError, match="k must be a positive int"):
+    with pytest.raises(ValueError, match="k must be an int >= 1"):
         DenseIndex.from_vectors(VECTORS).search(QUERIES, k)
 
 

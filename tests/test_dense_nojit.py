@@ -25,7 +25,8 @@ from numba.core import config
 assert config.DISABLE_JIT, "NUMBA_DISABLE_JIT did not take effect"
 from dense_oracle import knn
 from test_dense_nojit import QUERIES, VECTORS, build
-from hybrid_engine import DenseIndex, IndexFormatError, _dense_kernels
+from hybrid_engine import DenseIndex, IndexFormatError
+from hybrid_engine.dense import _kernels as _dense_kernels
 assert not isinstance(_dense_kernels.rescore, numba.core.registry.CPUDispatcher)
 out = {}
 for name, index in build().items():

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybrid_engine.encoder import Encoder
 from hybrid_engine.evaluation import evaluate, load_beir, run_from_results
 from hybrid_engine.evaluation.runner import evaluate_retriever
+from hybrid_engine.models.bi_encoder import Encoder
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,7 @@ def test_dense_reaches_published_figure(scifact, encoder: Encoder) -> None:
 
 def test_index_agrees_with_brute_force(scifact, encoder: Encoder) -> None:
     """The runner's ranking equals a plain numpy cosine ranking of the same embeddings."""
-    from hybrid_engine.embedding_cache import EmbeddingCache
+    from hybrid_engine.dense.embedding_cache import EmbeddingCache
 
     texts = [f"{d['title']} {d['text']}" if d["title"] else d["text"] for d in scifact.corpus]
     docs = EmbeddingCache().encode(encoder, texts)

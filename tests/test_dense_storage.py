@@ -15,7 +15,7 @@ from dense_oracle import HashingEncoder, clustered
 from index_dirs import copy_index, edit_manifest, fix_checksums, rewrite
 
 from hybrid_engine import BM25Index, DenseIndex, IndexFormatError, __version__
-from hybrid_engine.dense import FORMAT, FORMAT_VERSION
+from hybrid_engine.dense.format import FORMAT, FORMAT_VERSION
 
 VECTORS = clustered(400, 16, seed=3)
 QUERIES = clustered(25, 16, seed=4)
@@ -315,7 +315,7 @@ def test_missing_param(copy) -> None:
         ("stats", {}, "num_documents"),
         ("stats", {"num_documents": 0}, "num_documents must be an int >= 1"),
         ("doc_ids", "hashes", "doc_ids is 'hashes', not 'explicit' or 'positions'"),
-        ("doc_ids", "positions", r"expected arrays \['vectors'\]"),
+        ("doc_ids", "positions", "doc_ids is .positions. but the id arrays are present"),
         ("encoder_model_hash", 5, "encoder_model_hash is 5, not a str or null"),
     ],
 )
@@ -378,7 +378,7 @@ def test_doc_id_arrays_do_not_delimit(copy, name, corrupt) -> None:
     array = np.load(copy / f"{name}.npy")
     changed = corrupt(array)
     rewrite(copy, name, array if changed is None else changed)
-    with pytest.raises(IndexFormatError, match="doc_id_offsets does not delimit doc_id_bytes"):
+    with pytest.raises(IndexFormatError, match="doc_id_bytes and doc_id_offsets do not hold"):
         DenseIndex.load(copy)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybrid_engine.embedding_cache import EmbeddingCache, text_keys
+from hybrid_engine.dense.embedding_cache import EmbeddingCache, text_keys
 from hybrid_engine.errors import IndexFormatError
 
 

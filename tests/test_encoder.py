@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybrid_engine import encoder as encoder_module
-from hybrid_engine.encoder import Encoder
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.model_store import ModelNotFoundError, read_model
+from hybrid_engine.models import bi_encoder as encoder_module
+from hybrid_engine.models.bi_encoder import Encoder
+from hybrid_engine.models.store import ModelNotFoundError, read_model
 
 TEXTS = [
     "Vitamin D deficiency raises the risk of multiple sclerosis.",

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybrid_engine.encoder import Encoder
+from hybrid_engine.models.bi_encoder import Encoder
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may be fetched
 sentence_transformers = pytest.importorskip(

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hybrid_engine import SearchResult, fuse
-from hybrid_engine.fusion import DEFAULT_METHOD, METHODS
+from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, METHODS
 
 Row = list[tuple[int, float]]  # (position, score) hits of one query, best first
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_engine.encoder import Encoder
 from hybrid_engine.evaluation import load_beir
 from hybrid_engine.evaluation.runner import evaluate_retriever
+from hybrid_engine.models.bi_encoder import Encoder
 
 pytestmark = pytest.mark.slow
 

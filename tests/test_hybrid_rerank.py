@@ -14,7 +14,7 @@ import pytest
 from dense_oracle import HashingEncoder
 
 from hybrid_engine import mmr, rerank
-from hybrid_engine.hybrid import HybridIndex, RerankerRefusedWarning
+from hybrid_engine.pipeline.engine import HybridIndex, RerankerRefusedWarning
 
 WORDS = "cat dog fish bird mat sun moon tree river stone cloud rain wind fire snow".split()
 CORPUS = [
@@ -152,7 +152,7 @@ def test_concurrent_reranked_searches_equal_sequential(engine: HybridIndex) -> N
 
 
 def test_with_the_onnx_cross_encoder(engine: HybridIndex, cross_encoder_path: Path) -> None:
-    from hybrid_engine.cross_encoder import CrossEncoder
+    from hybrid_engine.models.cross_encoder import CrossEncoder
 
     model = CrossEncoder.load(cross_encoder_path, variant="int8", max_length=96)
     served = engine.with_reranker(model).search(QUERIES, 10, rerank=30)

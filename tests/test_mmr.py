@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hybrid_engine.mmr import mmr
+from hybrid_engine.pipeline.mmr import mmr
 from hybrid_engine.results import SearchResult
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_engine import prepare, prepare_splade
 from hybrid_engine.cli import main
 from hybrid_engine.errors import HybridEngineError
+from hybrid_engine.models.export import bi_encoder as prepare
+from hybrid_engine.models.export import splade as prepare_splade
 
 
 def _st_folder(root: Path, pooling: dict, modules: list[str]) -> Path:

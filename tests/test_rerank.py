@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hybrid_engine.rerank import rerank
+from hybrid_engine.pipeline.rerank import rerank
 from hybrid_engine.results import SearchResult
 
 DOCS = [f"doc {i}" for i in range(40)]
@@ -163,7 +163,7 @@ def test_bad_arguments(kwargs, error, match) -> None:
 
 def test_with_the_cross_encoder(cross_encoder_path) -> None:
     """The real model: each row's head ordered by its own scores of the same pairs."""
-    from hybrid_engine.cross_encoder import CrossEncoder
+    from hybrid_engine.models.cross_encoder import CrossEncoder
 
     model = CrossEncoder.load(cross_encoder_path, max_length=128)
     texts = [

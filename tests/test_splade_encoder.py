@@ -12,7 +12,7 @@ import pytest
 from sparse_oracle import dense_rows
 
 from hybrid_engine import Encoder, HybridEngineError, ModelNotFoundError, SpladeIndex
-from hybrid_engine.splade_encoder import SpladeEncoder
+from hybrid_engine.models.splade import SpladeEncoder
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may be fetched
 

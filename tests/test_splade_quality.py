@@ -14,7 +14,7 @@ import pytest
 
 from hybrid_engine import SparseVectors, SpladeIndex
 from hybrid_engine.evaluation import evaluate, load_beir, run_from_results
-from hybrid_engine.splade_encoder import SpladeEncoder
+from hybrid_engine.models.splade import SpladeEncoder
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from sparse_oracle import dense_rows
 
-from hybrid_engine.splade_encoder import SpladeEncoder
+from hybrid_engine.models.splade import SpladeEncoder
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may be fetched
 torch = pytest.importorskip("torch", reason="the export extra is not installed")

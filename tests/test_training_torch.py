@@ -136,7 +136,7 @@ def test_train_reranker_writes_model_and_record(
     assert tokenizer["padding"] is None and tokenizer["truncation"]["max_length"] == 48
     assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
     # The prepared ONNX folder carries the record, and scores as the PyTorch model does.
-    from hybrid_engine.cross_encoder import CrossEncoder
+    from hybrid_engine.models.cross_encoder import CrossEncoder
 
     assert prepared == tmp_path / "prepared"
     cross_encoder = CrossEncoder.load(prepared)

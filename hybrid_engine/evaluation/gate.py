@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.evaluation.metrics import evaluate, run_from_results
-from hybrid_engine.rerank import PairScorer, rerank
+from hybrid_engine.pipeline.rerank import RERANK_DEPTH, rerank
+from hybrid_engine.protocols import PairScorer
 from hybrid_engine.results import SearchResult
 
 BLEND_WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -106,7 +107,7 @@ def validate_reranker(
     doc_ids: Sequence[str],
     qrels: Mapping[str, Mapping[str, int]],
     *,
-    depth: int = 30,
+    depth: int = RERANK_DEPTH,
     blend_weights: Sequence[float] = BLEND_WEIGHTS,
     min_gain: float = 0.0,
 ) -> GateVerdict:

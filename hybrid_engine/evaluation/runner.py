@@ -9,27 +9,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hybrid_engine.bm25 import BM25Index
 from hybrid_engine.corpus import document_text
-from hybrid_engine.cross_encoder import CrossEncoder
-from hybrid_engine.dense import DenseIndex
-from hybrid_engine.embedding_cache import EmbeddingCache
-from hybrid_engine.encoder import Encoder
+from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.evaluation.datasets import Dataset
 from hybrid_engine.evaluation.metrics import evaluate, parse_metric, run_from_results
-from hybrid_engine.hybrid import HybridIndex
+from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.models.bi_encoder import Encoder
+from hybrid_engine.models.cross_encoder import CrossEncoder
+from hybrid_engine.models.splade import SpladeEncoder
+from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
+from hybrid_engine.pipeline.rerank import RERANK_DEPTH
 from hybrid_engine.results import SearchResult
-from hybrid_engine.splade import SpladeIndex
-from hybrid_engine.splade_encoder import SpladeEncoder
+from hybrid_engine.sparse.index import SpladeIndex
 
 DEFAULT_METRICS = ("ndcg@10", "recall@100", "mrr@10", "map@100", "hit_rate@1", "hit_rate@5")
 """Metrics of ``hybrid-engine eval``; the run is retrieved to the deepest cutoff."""
-
-HYBRID_DEPTH = 100
-"""Hits each leg of the ``hybrid`` retriever hands to fusion (more when ``k`` is larger)."""
-
-RERANK_DEPTH = 30
-"""Fused hits per query the ``rerank`` configuration gives the cross-encoder."""
 
 Searcher = Callable[[Sequence[str], int], SearchResult]
 
@@ -135,7 +130,7 @@ def build_hybrid(
 
 def _hybrid(retrievers: Sequence[str], rerank: bool = False) -> Builder:
     def build(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:
-        """``HybridIndex`` of ``retrievers``, their top ``HYBRID_DEPTH`` fused by default,
+        """``HybridIndex`` of ``retrievers``, their top ``DEFAULT_DEPTH`` fused by default,
         the fused top ``RERANK_DEPTH`` reranked when ``rerank``."""
         threads = options.num_threads
         engine = build_hybrid(dataset, threads, options.show_progress, retrievers)
@@ -146,7 +141,7 @@ def _hybrid(retrievers: Sequence[str], rerank: bool = False) -> Builder:
             return engine.search(
                 queries,
                 k,
-                depth=max(k, HYBRID_DEPTH),
+                depth=max(k, DEFAULT_DEPTH),
                 rerank=RERANK_DEPTH if rerank else None,
                 num_threads=threads,
             )

@@ -9,8 +9,9 @@ import numpy as np
 
 from hybrid_engine.evaluation.datasets import Dataset
 from hybrid_engine.evaluation.metrics import evaluate, run_from_results
-from hybrid_engine.evaluation.runner import HYBRID_DEPTH, build_hybrid
-from hybrid_engine.fusion import DEFAULT_METHOD, fuse
+from hybrid_engine.evaluation.runner import build_hybrid
+from hybrid_engine.pipeline.engine import DEFAULT_DEPTH
+from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
 
 FORBIDDEN_SPLITS = ("test",)
 """Splits ``tune_weights`` refuses: tuning on the split that is reported is not evaluation."""
@@ -49,7 +50,7 @@ def tune_weights(
     *,
     method: str = DEFAULT_METHOD,
     steps: int = 11,
-    depth: int = HYBRID_DEPTH,
+    depth: int = DEFAULT_DEPTH,
     show_progress: bool = False,
 ) -> TuningResult:
     """nDCG@10 of BM25 + dense fused with weights ``(w, 1 - w)`` for ``steps`` values of ``w``

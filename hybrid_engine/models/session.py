@@ -4,11 +4,15 @@ base of the models that run in them."""
 from __future__ import annotations
 
 import os
+from typing import ClassVar, TypeVar
 
 import onnxruntime as ort
+from tokenizers import Tokenizer
 
-from hybrid_engine._threads import check_threads
-from hybrid_engine.model_store import ModelInfo
+from hybrid_engine.checks import check_threads
+from hybrid_engine.models.store import TOKENIZER_FILE, ModelInfo, read_model
+
+_Model = TypeVar("_Model", bound="TextModel")
 
 
 def create_session(path: str | os.PathLike[str], num_threads: int | None) -> ort.InferenceSession:
@@ -77,3 +81,61 @@ class OnnxModel:
     def info(self) -> ModelInfo:
         """The prepared folder's manifest."""
         return self._info
+
+
+def load_tokenizer(info: ModelInfo) -> Tokenizer:
+    """A prepared model's tokenizer: never padding, truncating at the manifest's
+    ``max_length`` (the manifest is the authority on length)."""
+    tokenizer = Tokenizer.from_file(str(info.path / TOKENIZER_FILE))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=info.max_length)
+    return tokenizer
+
+
+class TextModel(OnnxModel):
+    """A model of single texts (the bi-encoder, the SPLADE encoder): its tokenizer truncates
+    each text at the manifest's ``max_length``. Subclasses name their ``kind``."""
+
+    kind: ClassVar[str]
+
+    def __init__(self, info: ModelInfo, variant: str, num_threads: int | None) -> None:
+        """Private: use ``load``."""
+        super().__init__(info, variant, num_threads)
+        self._tokenizer = load_tokenizer(info)
+
+    @classmethod
+    def load(
+        cls: type[_Model],
+        path: str | os.PathLike[str] | None = None,
+        *,
+        variant: str = "fp32",
+        num_threads: int | None = None,
+    ) -> _Model:
+        """Load a prepared model folder.
+
+        Parameters
+        ----------
+        path : path-like, optional
+            The folder, or the name of a model prepared into ``store.models_dir()``; the
+            default model of this kind (``store.DEFAULT_MODELS``) when None.
+        variant : {"fp32", "int8"}
+            The full-precision graph, or dynamically quantized int8 weights (faster, slightly
+            different outputs: see docs/quantization.md for the measured quality).
+        num_threads : int, optional
+            ONNX Runtime intra-op threads; all cores when None.
+
+        Raises
+        ------
+        ModelNotFoundError
+            No prepared model there, or not that variant; the message names the command that
+            prepares it.
+        IndexFormatError
+            The folder is corrupt (a sha256 mismatch, say), incomplete, or holds another kind
+            of model.
+        """
+        return cls(read_model(path, kind=cls.kind), variant, num_threads)
+
+    @property
+    def max_length(self) -> int:
+        """Tokens kept per text, special tokens included."""
+        return self._info.max_length

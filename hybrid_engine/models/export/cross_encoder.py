@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.errors import HybridEngineError
-from hybrid_engine.model_store import CROSS_ENCODER, models_dir
-from hybrid_engine.onnx_export import export_model, read_json, require, write_checked
+from hybrid_engine.models.export.common import export_model, read_json, require, write_checked
+from hybrid_engine.models.store import CROSS_ENCODER, models_dir
 
 MAX_LENGTH_CAP = 512
 """Longest pair a prepared cross-encoder takes, whatever its source allows."""
@@ -105,7 +105,7 @@ def _check_against_torch(source: Path, staged: Path) -> float:
     """Largest relative logit difference between the staged fp32 graph and PyTorch."""
     torch = require("torch")
     transformers = require("transformers")
-    from hybrid_engine.cross_encoder import CrossEncoder
+    from hybrid_engine.models.cross_encoder import CrossEncoder
 
     ours = CrossEncoder.load(staged)
     queries, passages = (list(texts) for texts in zip(*CHECK_PAIRS, strict=True))

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tokenizers import Encoding, Tokenizer
 
-from hybrid_engine._batching import length_runs, pad_encodings
-from hybrid_engine.encoder import check_texts
-from hybrid_engine.model_store import (
+from hybrid_engine.checks import check_texts
+from hybrid_engine.models._batching import length_runs, pad_encodings
+from hybrid_engine.models.session import OnnxModel
+from hybrid_engine.models.store import (
     CROSS_ENCODER,
     TOKENIZER_FILE,
     ModelInfo,
-    models_dir,
     read_model,
 )
-from hybrid_engine.onnx_session import OnnxModel
 
 QUERY_MAX_TOKENS = 64
 """Most query tokens in a pair (special tokens not counted), and at most half of the pair's
@@ -106,10 +104,7 @@ class CrossEncoder(OnnxModel):
         ValueError
             ``max_length`` is not an int between 8 and the model's ``max_length``.
         """
-        folder = Path(path)
-        if not folder.exists() and folder.name == os.fspath(path):
-            folder = models_dir() / folder
-        return cls(read_model(folder, kind=CROSS_ENCODER), variant, num_threads, max_length)
+        return cls(read_model(path, kind=CROSS_ENCODER), variant, num_threads, max_length)
 
     @property
     def max_length(self) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hybrid_engine.checks import check_k
 from hybrid_engine.results import PAD_ID, SearchResult
 
 
@@ -51,8 +52,7 @@ def mmr(
         Shapes that disagree, non-finite vectors, positions outside ``doc_vectors``, ``k < 1``
         or ``lambda_`` outside ``[0, 1]``.
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be a positive int, got {k!r}")
+    k = check_k(k)
     if not 0.0 <= float(lambda_) <= 1.0:
         raise ValueError(f"lambda_ must be in [0, 1], got {lambda_!r}")
     queries = np.asarray(query_vectors, dtype=np.float64)

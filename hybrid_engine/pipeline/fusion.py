@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hybrid_engine.checks import check_int
 from hybrid_engine.results import PAD_ID, SearchResult
 
 METHODS = ("rrf", "minmax", "zscore", "dbsf", "combsum", "combmnz")
@@ -96,9 +97,9 @@ def fuse(
     """
     if method not in METHODS:
         raise ValueError(f"unknown fusion method {method!r}; choose one of {list(METHODS)}")
-    k = _check_int("k", k, 1)
-    rrf_k = _check_int("rrf_k", rrf_k, 0)
-    depth = None if depth is None else _check_int("depth", depth, 1)
+    k = check_int("k", k, 1)
+    rrf_k = check_int("rrf_k", rrf_k, 0)
+    depth = None if depth is None else check_int("depth", depth, 1)
     lists = _check_results(results, depth)
     w = _check_weights(weights, len(lists))
     if method in _CONVEX:
@@ -174,12 +175,6 @@ def _list_values(
         return values, np.zeros(len(ids))
     missing = np.where(hit, values, np.inf).min(axis=1, initial=np.inf)
     return values, np.where(count[:, 0] > 0, missing, 0.0)
-
-
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _check_results(

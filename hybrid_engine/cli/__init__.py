@@ -10,11 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hybrid_engine._version import __version__
-from hybrid_engine.analysis import AnalyzerConfig
-from hybrid_engine.bm25 import BM25Index
-from hybrid_engine.dense import DenseIndex
-from hybrid_engine.embedding_cache import EmbeddingCache
-from hybrid_engine.encoder import Encoder
+from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.evaluation import Dataset, DatasetError, load_beir, load_corpus
 from hybrid_engine.evaluation.plot import plot_quality_latency
@@ -26,8 +23,10 @@ from hybrid_engine.evaluation.runner import (
     parse_retrievers,
     score_searcher,
 )
-from hybrid_engine.fusion import DEFAULT_METHOD, METHODS
-from hybrid_engine.model_store import (
+from hybrid_engine.lexical.analysis import AnalyzerConfig
+from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.models.bi_encoder import Encoder
+from hybrid_engine.models.store import (
     BI_ENCODER,
     SPLADE,
     SPLADE_MODEL,
@@ -37,6 +36,7 @@ from hybrid_engine.model_store import (
     models_dir,
     read_model,
 )
+from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, METHODS
 from hybrid_engine.training.data import NEGATIVE_MODES
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
@@ -289,8 +289,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_models_prepare(args: argparse.Namespace) -> int:
     # Both need the export extra, so they are imported only here.
-    from hybrid_engine.prepare import prepare_model
-    from hybrid_engine.prepare_splade import prepare_splade
+    from hybrid_engine.models.export.bi_encoder import prepare_model
+    from hybrid_engine.models.export.splade import prepare_splade
 
     log = (lambda message: None) if args.quiet else print
     prepare_model(args.output, int8=not args.no_int8, force=args.force, log=log)
@@ -300,7 +300,7 @@ def _cmd_models_prepare(args: argparse.Namespace) -> int:
 
 def _cmd_models_prepare_reranker(args: argparse.Namespace) -> int:
     # needs the export extra, only here
-    from hybrid_engine.cross_encoder_prepare import prepare_cross_encoder
+    from hybrid_engine.models.export.cross_encoder import prepare_cross_encoder
 
     log = (lambda message: None) if args.quiet else print
     prepare_cross_encoder(

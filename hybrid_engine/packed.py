@@ -1,8 +1,9 @@
-"""Strings packed as UTF-8 bytes plus offsets: the document texts an engine keeps for reranking."""
+"""Strings packed as UTF-8 bytes plus offsets: the document ids of every index and the texts an
+engine keeps for reranking."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import overload
 
 import numpy as np
@@ -21,46 +22,56 @@ def pack_utf8(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
 
 
-class TextStore(Sequence[str]):
-    """Texts by corpus position, packed (``pack_utf8``) and decoded on access.
+class PackedStrings(Sequence[str]):
+    """Strings by position, packed (``pack_utf8``) and decoded on access.
 
-    Build with ``from_texts``, or from saved arrays with ``from_arrays``. Read-only, so
-    thread-safe.
+    Build with ``from_strings``, or from saved arrays with ``from_arrays``. Read-only, so
+    thread-safe. Saved as two arrays, ``<prefix>_bytes`` (uint8) and ``<prefix>_offsets``
+    (int64).
     """
 
     def __init__(self, data: np.ndarray, offsets: np.ndarray) -> None:
-        """Private: use ``from_texts`` or ``from_arrays``."""
+        """Private: use ``from_strings`` or ``from_arrays``."""
         self._data = data
         self._offsets = offsets
 
     @classmethod
-    def from_texts(cls, texts: Sequence[str]) -> TextStore:
-        """Pack ``texts`` (each a ``str``)."""
-        return cls(*pack_utf8(texts))
+    def from_strings(cls, strings: Sequence[str]) -> PackedStrings:
+        """Pack ``strings`` (each a ``str``)."""
+        return cls(*pack_utf8(strings))
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray], count: int) -> TextStore:
-        """The store saved as ``arrays()``, which must hold ``count`` texts.
+    def from_arrays(
+        cls, arrays: Mapping[str, np.ndarray], count: int, prefix: str
+    ) -> PackedStrings:
+        """The strings saved as ``arrays(prefix)``, which must hold ``count`` of them.
 
         Raises
         ------
         ValueError
             The arrays are missing, of the wrong dtype, or their offsets do not cut the bytes
-            into ``count`` texts.
+            into ``count`` strings.
         """
-        data, offsets = arrays.get("text_bytes"), arrays.get("text_offsets")
+        data, offsets = arrays.get(f"{prefix}_bytes"), arrays.get(f"{prefix}_offsets")
         if (
             data is None
             or offsets is None
             or (data.dtype, offsets.dtype, data.ndim, offsets.ndim) != (np.uint8, np.int64, 1, 1)
             or not delimits(offsets, data, count)
         ):
-            raise ValueError(f"text_bytes and text_offsets do not hold {count} texts")
+            raise ValueError(f"{prefix}_bytes and {prefix}_offsets do not hold {count} strings")
         return cls(data, offsets)
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """``text_bytes`` (uint8) and ``text_offsets`` (int64), to save."""
-        return {"text_bytes": self._data, "text_offsets": self._offsets}
+    def concat(self, other: PackedStrings) -> PackedStrings:
+        """These strings followed by ``other``'s."""
+        ends = self._offsets[-1] + other._offsets[1:]
+        return PackedStrings(
+            np.concatenate([self._data, other._data]), np.concatenate([self._offsets, ends])
+        )
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """``<prefix>_bytes`` (uint8) and ``<prefix>_offsets`` (int64), to save."""
+        return {f"{prefix}_bytes": self._data, f"{prefix}_offsets": self._offsets}
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
@@ -77,6 +88,6 @@ class TextStore(Sequence[str]):
         if position < 0:
             position += n
         if not 0 <= position < n:
-            raise IndexError(f"text position {position} out of range for {n} texts")
+            raise IndexError(f"position {position} out of range for {n} strings")
         start, end = self._offsets[position], self._offsets[position + 1]
         return bytes(self._data[start:end]).decode("utf-8", "surrogatepass")

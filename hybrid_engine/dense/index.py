@@ -4,111 +4,29 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import hnswlib
 import numpy as np
 
-from hybrid_engine import _hnsw, _knn, _vectors
-from hybrid_engine._threads import check_threads
-from hybrid_engine.corpus import DocIds, Document, iter_batches
-from hybrid_engine.embedding_cache import EmbeddingCache
-from hybrid_engine.errors import IndexFormatError
+from hybrid_engine.checks import check_int, check_k, check_threads
+from hybrid_engine.corpus import DocIds, Document
+from hybrid_engine.dense import hnsw as _hnsw
+from hybrid_engine.dense import knn as _knn
+from hybrid_engine.dense import vectors as _vectors
+from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.dense.encoding import (
+    check_encoder,
+    check_loaded_encoder,
+    encode_corpus,
+    encode_texts,
+)
+from hybrid_engine.dense.format import read_dense, write_dense
+from hybrid_engine.dense.params import DEFAULT_EF_SEARCH, DEFAULT_EXACT_THRESHOLD, DenseParams
+from hybrid_engine.protocols import TextEncoder
 from hybrid_engine.results import SearchResult
-from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
 
-FORMAT = "hybrid_engine.dense"
-FORMAT_VERSION = 1
-GRAPH_FILE = "graph.hnsw"
-METRICS = ("cosine", "ip")
-DEFAULT_EXACT_THRESHOLD = 5_000
-"""Up to this many vectors an index builds no graph and every search is exact.
-
-Where HNSW starts to beat the exact path for one query (384-d vectors, 2-core machine,
-``scripts/bench_dense_recall.py``): the two are within noise of each other up to 5,000 vectors
-(about 0.2 ms), and the graph is 1.5x faster at 7,000, 1.9x at 10,000, 2.9x at 20,000. The exact
-path's cost grows with ``n * dim``: for 768-d vectors the crossover comes at about half as many.
-"""
-DEFAULT_EF_SEARCH = 256
-"""HNSW candidate list size of a search (hnswlib's ``ef``; at least ``k`` is used).
-
-Measured on real all-MiniLM-L6-v2 embeddings of 100,000 scale documents (every 2nd of gcide,
-wordnet, Wikipedia summaries) with 1,000 MS MARCO queries, M=16, ef_construction=200
-(``scripts/embed_scale.py``, then ``scripts/bench_dense_recall.py``), recall@10 against the
-exact path: ef 64 0.945, 128 0.979, 192 0.989, 256 0.992-0.993 (two builds), 384 0.996. At 256
-a query takes about 1 ms against 7 ms for the exact path. Synthetic topic-clustered vectors are
-easier (0.99 at ef 24-64): real text embeddings need the larger list.
-"""
-ENCODE_CHUNK = 16_384
-"""Documents handed to the encoder per call when indexing texts."""
 _QUERY_BATCH = 32  # encoder batch size for query texts (the TextEncoder default)
-_PARAM_NAMES = {"metric", "dim", "m", "ef_construction", "ef_search", "exact_threshold"}
-
-
-class TextEncoder(Protocol):
-    """What ``DenseIndex`` needs from a text encoder (any object with these members)."""
-
-    @property
-    def dim(self) -> int:
-        """Length of the vectors."""
-        ...
-
-    @property
-    def model_hash(self) -> str:
-        """sha256 hex digest identifying the model weights (recorded in saved indexes)."""
-        ...
-
-    def encode(
-        self, texts: Sequence[str], *, batch_size: int = 32, show_progress: bool = False
-    ) -> np.ndarray:
-        """float32 array of shape ``(len(texts), dim)``, rows L2-normalised."""
-        ...
-
-
-def _check_int(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer))
-        or value < minimum
-        or (maximum is not None and value > maximum)
-    ):
-        bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
-        raise ValueError(f"{name} must be an int {bounds}, got {value!r}")
-    return int(value)
-
-
-@dataclass(frozen=True)
-class _Params:
-    """Build parameters, checked."""
-
-    metric: str
-    m: int
-    ef_construction: int
-    exact_threshold: int
-
-    def __post_init__(self) -> None:
-        if self.metric not in METRICS:
-            raise ValueError(f"unknown metric {self.metric!r}; choose one of {list(METRICS)}")
-        _check_int("m", self.m, 2, 10_000)  # hnswlib caps M at 10,000
-        _check_int("ef_construction", self.ef_construction, 1)
-        _check_int("exact_threshold", self.exact_threshold, 0)
-
-
-def _check_encoder(encoder: Any) -> int:
-    """The encoder's ``dim``; TypeError or ValueError unless it looks like a ``TextEncoder``."""
-    missing = [name for name in ("dim", "model_hash", "encode") if not hasattr(encoder, name)]
-    if missing or not callable(encoder.encode):
-        raise TypeError(
-            f"encoder {type(encoder).__name__} lacks {missing or ['a callable encode']}; it must "
-            "provide dim, model_hash and encode(texts) (see hybrid_engine.dense.TextEncoder)"
-        )
-    if not isinstance(encoder.model_hash, str):
-        raise TypeError(
-            f"encoder.model_hash must be a str, got {type(encoder.model_hash).__name__}"
-        )
-    return _check_int("encoder.dim", encoder.dim, 1)
 
 
 class DenseIndex:
@@ -137,7 +55,7 @@ class DenseIndex:
         self,
         buffer: np.ndarray,
         doc_ids: DocIds,
-        params: _Params,
+        params: DenseParams,
         ef_search: int,
         encoder: TextEncoder | None,
         model_hash: str | None,
@@ -164,7 +82,7 @@ class DenseIndex:
         cls,
         buffer: np.ndarray,
         doc_ids: DocIds,
-        params: _Params,
+        params: DenseParams,
         ef_search: int,
         encoder: TextEncoder | None,
         model_hash: str | None,
@@ -234,12 +152,12 @@ class DenseIndex:
             A document that is not ``str`` or a dict of ``str``; an encoder that is not a
             ``TextEncoder`` or returns something other than a float32 array.
         """
-        params = _Params(metric, m, ef_construction, exact_threshold)
-        ef_search = _check_int("ef_search", ef_search, 1)
-        batch_size = _check_int("batch_size", batch_size, 1)
+        params = DenseParams(metric, m, ef_construction, exact_threshold)
+        ef_search = check_int("ef_search", ef_search, 1)
+        batch_size = check_int("batch_size", batch_size, 1)
         threads = check_threads(num_threads)
-        dim = _check_encoder(encoder)
-        buffer, ids = _encode_corpus(
+        dim = check_encoder(encoder)
+        buffer, ids = encode_corpus(
             encoder, corpus, dim, batch_size, metric, show_progress, embedding_cache
         )
         if not ids:
@@ -284,13 +202,13 @@ class DenseIndex:
             Non-numeric ``vectors``, ids that are not ``str``, an encoder that is not a
             ``TextEncoder``.
         """
-        params = _Params(metric, m, ef_construction, exact_threshold)
-        ef_search = _check_int("ef_search", ef_search, 1)
+        params = DenseParams(metric, m, ef_construction, exact_threshold)
+        ef_search = check_int("ef_search", ef_search, 1)
         threads = check_threads(num_threads)
         matrix = _vectors.prepare(vectors, "vectors", metric)
         if len(matrix) == 0:
             raise ValueError(f"vectors have shape {matrix.shape}; give at least one vector")
-        if encoder is not None and _check_encoder(encoder) != matrix.shape[1]:
+        if encoder is not None and check_encoder(encoder) != matrix.shape[1]:
             raise ValueError(
                 f"the encoder makes {encoder.dim}-dimensional vectors, these have "
                 f"{matrix.shape[1]} dimensions; pass the encoder that produced them"
@@ -354,7 +272,7 @@ class DenseIndex:
 
     @ef_search.setter
     def ef_search(self, value: int) -> None:
-        self._ef_search = _check_int("ef_search", value, 1)
+        self._ef_search = check_int("ef_search", value, 1)
         if self._graph is not None:
             self._graph.set_ef(self._ef_search)
 
@@ -399,7 +317,7 @@ class DenseIndex:
                         f"query {position} is {type(query).__name__}; queries are either all "
                         "str (texts) or a numeric array (vectors)"
                     )
-            return _encode(
+            return encode_texts(
                 self._require_encoder("search text queries"),
                 list(queries),
                 self.dim,
@@ -451,8 +369,7 @@ class DenseIndex:
             Queries that are neither texts nor a numeric array, a mix of both; encoder output
             that is not a float32 array.
         """
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive int, got {k!r}")
+        k = check_k(k)
         threads = check_threads(num_threads)
         matrix = self._query_matrix(queries)
         out = SearchResult.empty(len(matrix), int(k))
@@ -532,8 +449,8 @@ class DenseIndex:
             if ids is not None:
                 raise ValueError("ids= goes with vectors; documents carry their ids in '_id'")
             encoder = self._require_encoder("add texts")
-            batch_size = _check_int("batch_size", batch_size, 1)
-            buffer, new_ids = _encode_corpus(
+            batch_size = check_int("batch_size", batch_size, 1)
+            buffer, new_ids = encode_corpus(
                 encoder,
                 documents,
                 self.dim,
@@ -591,23 +508,15 @@ class DenseIndex:
         hnswlib's format) when there is one, and a manifest with every parameter, ``ef_search``
         included, and the encoder's ``model_hash``.
         """
-        arrays = {"vectors": self.vectors, **self._doc_ids.arrays()}
-        metadata: dict[str, Any] = {
-            "params": {
-                "metric": self.metric,
-                "dim": self.dim,
-                "m": self.m,
-                "ef_construction": self.ef_construction,
-                "ef_search": self.ef_search,
-                "exact_threshold": self.exact_threshold,
-            },
-            "stats": {"num_documents": self.num_documents},
-            "doc_ids": "explicit" if self._doc_ids.explicit else "positions",
-            "encoder_model_hash": self._model_hash,
-        }
-        graph = self._graph
-        components = {GRAPH_FILE: lambda file: graph.save_index(str(file))} if graph else {}
-        write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, arrays, components)
+        write_dense(
+            path,
+            self.vectors,
+            self._doc_ids,
+            self._params,
+            self._ef_search,
+            self._model_hash,
+            self._graph,
+        )
 
     @classmethod
     def load(
@@ -643,141 +552,15 @@ class DenseIndex:
         TypeError
             An encoder that is not a ``TextEncoder``.
         """
-        manifest, arrays = read_index_dir(
-            path, FORMAT, FORMAT_VERSION, mmap=mmap, verify=verify, components=(GRAPH_FILE,)
-        )
-        try:
-            saved = manifest["params"]
-            # Every parameter must be recorded: a missing one would silently take its default.
-            if not isinstance(saved, dict) or set(saved) != _PARAM_NAMES:
-                raise ValueError(f"params {saved!r} must set exactly {sorted(_PARAM_NAMES)}")
-            params = _Params(
-                saved["metric"], saved["m"], saved["ef_construction"], saved["exact_threshold"]
-            )
-            dim = _check_int("dim", saved["dim"], 1)
-            ef_search = _check_int("ef_search", saved["ef_search"], 1)
-            n_docs = _check_int("num_documents", manifest["stats"]["num_documents"], 1)
-            if manifest["doc_ids"] not in ("explicit", "positions"):
-                raise ValueError(
-                    f"doc_ids is {manifest['doc_ids']!r}, not 'explicit' or 'positions'"
-                )
-            explicit = manifest["doc_ids"] == "explicit"
-            model_hash = manifest["encoder_model_hash"]
-            if model_hash is not None and not isinstance(model_hash, str):
-                raise ValueError(f"encoder_model_hash is {model_hash!r}, not a str or null")
-        except (KeyError, TypeError, ValueError) as exc:
-            raise IndexFormatError(
-                f"{path}: bad manifest entry ({exc}); rebuild the index"
-            ) from None
-        doc_ids = _check_arrays(path, arrays, n_docs, dim, explicit)
+        saved = read_dense(path, mmap=mmap, verify=verify)
         if encoder is not None:
-            _check_loaded_encoder(path, encoder, dim, model_hash)
-        graph = None
-        if GRAPH_FILE in manifest["files"]:
-            graph = _hnsw.load(
-                Path(path) / GRAPH_FILE, n_docs, dim, params.m, params.ef_construction
-            )
-        return cls(arrays["vectors"], doc_ids, params, ef_search, encoder, model_hash, graph)
-
-
-def _encode(
-    encoder: TextEncoder,
-    texts: list[str],
-    dim: int,
-    batch_size: int,
-    metric: str,
-    cache: EmbeddingCache | None = None,
-    show_progress: bool = False,
-) -> np.ndarray:
-    """``encoder.encode(texts)`` (through ``cache`` if given), checked and prepared like
-    vectors given directly."""
-    if cache is not None:
-        rows = cache.encode(encoder, texts, batch_size=batch_size, show_progress=show_progress)
-    else:
-        rows = encoder.encode(texts, batch_size=batch_size, show_progress=show_progress)
-    if not isinstance(rows, np.ndarray) or rows.dtype != np.float32:
-        got = f"dtype {rows.dtype}" if isinstance(rows, np.ndarray) else type(rows).__name__
-        raise TypeError(
-            f"encoder.encode returned {got}; a TextEncoder must return a float32 numpy array "
-            f"of shape (len(texts), dim)"
+            check_loaded_encoder(path, encoder, saved.vectors.shape[1], saved.model_hash)
+        return cls(
+            saved.vectors,
+            saved.doc_ids,
+            saved.params,
+            saved.ef_search,
+            encoder,
+            saved.model_hash,
+            saved.graph,
         )
-    if rows.shape != (len(texts), dim):
-        raise ValueError(
-            f"encoder.encode returned shape {rows.shape} for {len(texts)} texts; expected "
-            f"({len(texts)}, {dim}): check the encoder's dim"
-        )
-    return _vectors.prepare(rows, "encoder output", metric)
-
-
-def _encode_corpus(
-    encoder: TextEncoder,
-    corpus: Iterable[Document],
-    dim: int,
-    batch_size: int,
-    metric: str,
-    show_progress: bool,
-    cache: EmbeddingCache | None = None,
-) -> tuple[np.ndarray, list[str | None]]:
-    """The prepared vectors of a corpus, in the first rows of a buffer, and the ``_id``s.
-
-    Documents go to the encoder ``ENCODE_CHUNK`` at a time, so it can sort many texts by
-    length and pad little; ``batch_size`` is its batch size within a chunk.
-    """
-    buffer = np.empty((0, dim), dtype=np.float32)
-    ids: list[str | None] = []
-    for texts, batch_ids in iter_batches(corpus, ENCODE_CHUNK):
-        rows = _encode(encoder, texts, dim, batch_size, metric, cache, show_progress)
-        buffer = _vectors.grown(buffer, len(ids), len(rows))
-        buffer[len(ids) : len(ids) + len(rows)] = rows
-        ids.extend(batch_ids)
-    return buffer, ids
-
-
-def _check_loaded_encoder(
-    path: str | os.PathLike[str], encoder: TextEncoder, dim: int, model_hash: str | None
-) -> None:
-    if _check_encoder(encoder) != dim:
-        raise ValueError(
-            f"the encoder makes {encoder.dim}-dimensional vectors, the index at {path} holds "
-            f"{dim}-dimensional ones; load it with the encoder that built it"
-        )
-    if model_hash is not None and encoder.model_hash != model_hash:
-        raise ValueError(
-            f"the index at {path} was built by the model with hash {model_hash}, the encoder "
-            f"has {encoder.model_hash}: its query vectors would not match; load with the "
-            "encoder that built the index, or rebuild the index with this one"
-        )
-
-
-def _check_arrays(
-    path: str | os.PathLike[str],
-    arrays: dict[str, np.ndarray],
-    n_docs: int,
-    dim: int,
-    explicit: bool,
-) -> DocIds:
-    """The ids, after checking that the arrays form an index of ``n_docs`` vectors of ``dim``."""
-
-    def fail(what: str) -> IndexFormatError:
-        return IndexFormatError(f"{path}: {what}; the index is corrupt, rebuild it")
-
-    expected = {"vectors", "doc_id_bytes", "doc_id_offsets"} if explicit else {"vectors"}
-    if set(arrays) != expected:
-        raise fail(f"expected arrays {sorted(expected)}, found {sorted(arrays)}")
-    vectors = arrays["vectors"]
-    if vectors.dtype != np.float32 or vectors.shape != (n_docs, dim):
-        raise fail(
-            f"vectors is {vectors.dtype} of shape {vectors.shape}, expected float32 of shape "
-            f"{(n_docs, dim)}"
-        )
-    if not explicit:
-        return DocIds(n_docs)
-    data, offsets = arrays["doc_id_bytes"], arrays["doc_id_offsets"]
-    if (data.dtype, offsets.dtype, data.ndim, offsets.ndim) != (
-        np.uint8,
-        np.int64,
-        1,
-        1,
-    ) or not delimits(offsets, data, n_docs):
-        raise fail("doc_id_offsets does not delimit doc_id_bytes")
-    return DocIds(n_docs, data, offsets)

@@ -11,84 +11,26 @@ float64 sum of the terms' contributions, rounded to float32).
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from hybrid_engine import _bm25_kernels as kernels
 from hybrid_engine import _core
-from hybrid_engine._threads import check_threads, default_threads, run_split
-from hybrid_engine.corpus import DocIds, Document, iter_batches
-from hybrid_engine.encoder import check_texts
+from hybrid_engine.checks import check_k, check_texts
+from hybrid_engine.corpus import ENCODE_CHUNK, DocIds, Document, iter_batches
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.results import SearchResult
-from hybrid_engine.splade_encoder import SparseVectors
+from hybrid_engine.lexical.postings import PostingsSearcher
+from hybrid_engine.protocols import SparseEncoder
+from hybrid_engine.results import SearchResult, SparseVectors
+from hybrid_engine.sparse.vectors import IMPACT_LEVELS, check_vectors, quantize
 from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
 
 FORMAT = "hybrid_engine.splade"
 FORMAT_VERSION = 1
-IMPACT_LEVELS = 255
-"""Largest quantized impact (uint8)."""
-ENCODE_CHUNK = 16_384
-"""Documents handed to the encoder per call when indexing."""
 _INDEX_ARRAYS = {"posting_offsets": np.int64, "doc_ids": np.int32, "impacts": np.uint8}
-_QUERIES_PER_THREAD = 32  # below this a batch is not worth another thread
 _NO_BYTES = np.zeros(0, np.uint8)
 _NO_FACTORS = np.zeros(0, np.float32)
-
-
-class SparseEncoder(Protocol):
-    """What ``SpladeIndex`` needs from a sparse text encoder (``SpladeEncoder`` is one)."""
-
-    @property
-    def vocab_size(self) -> int:
-        """Term ids are in ``[0, vocab_size)``."""
-        ...
-
-    @property
-    def model_hash(self) -> str:
-        """sha256 hex digest identifying the model (recorded in saved indexes)."""
-        ...
-
-    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> SparseVectors:
-        """One CSR row of (term id, weight > 0) per text."""
-        ...
-
-
-def quantize(weights: np.ndarray, scale: float) -> np.ndarray:
-    """uint8 impacts ``rint(weights / scale)`` (in float64, halves to even), clipped to
-    ``[0, IMPACT_LEVELS]``."""
-    levels = np.rint(weights.astype(np.float64) / scale)
-    return np.clip(levels, 0, IMPACT_LEVELS).astype(np.uint8)
-
-
-def _check_vectors(vectors: Any, n_texts: int, vocab_size: int) -> SparseVectors:
-    """``vectors`` as a checked ``SparseVectors`` of ``n_texts`` rows."""
-    if not isinstance(vectors, tuple) or len(vectors) != 3:
-        raise TypeError(
-            f"encoder.encode returned {type(vectors).__name__}; a SparseEncoder returns "
-            "SparseVectors(offsets, terms, weights)"
-        )
-    offsets, terms, weights = (np.asarray(a) for a in vectors)
-    if (offsets.dtype, terms.dtype, weights.dtype) != (np.int64, np.int32, np.float32):
-        raise TypeError(
-            f"encoder.encode returned arrays of {offsets.dtype}, {terms.dtype}, {weights.dtype}; "
-            "expected int64 offsets, int32 terms, float32 weights"
-        )
-    if offsets.shape != (n_texts + 1,) or not delimits(offsets, terms, n_texts):
-        raise ValueError(
-            f"encoder.encode returned offsets of shape {offsets.shape} for {n_texts} texts, or "
-            "offsets that do not delimit the terms"
-        )
-    if terms.shape != weights.shape:
-        raise ValueError(f"terms {terms.shape} and weights {weights.shape} differ in shape")
-    if terms.size and (terms.min() < 0 or terms.max() >= vocab_size):
-        raise ValueError(f"encoder.encode returned term ids outside [0, {vocab_size})")
-    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
-        raise ValueError("encoder.encode returned negative or non-finite weights")
-    return SparseVectors(offsets, terms, weights)
 
 
 class SpladeIndex:
@@ -120,7 +62,7 @@ class SpladeIndex:
         self._doc_freqs = np.diff(offsets).astype(np.int32)
         # The BM25 kernels' impact layout: a term's weight is q_w * idf[t], here the scale.
         self._term_scale = np.full(len(self._doc_freqs), self._scale, np.float64)
-        self._layout = (
+        layout = (
             offsets,
             _NO_BYTES,
             _NO_FACTORS,
@@ -129,7 +71,10 @@ class SpladeIndex:
             arrays["impacts"].astype(np.float32),
             True,
         )
-        self._scratch = threading.local()
+        # (method, k1, delta) are unused by the impact layout.
+        self._searcher = PostingsSearcher(
+            self._term_scale, self._doc_freqs, layout, (0, 0.0, 0.0), len(doc_ids)
+        )
 
     # -- construction -------------------------------------------------------------------------
 
@@ -169,7 +114,7 @@ class SpladeIndex:
             ``encoder`` is None and the SPLADE model is not prepared.
         """
         if encoder is None:
-            from hybrid_engine.splade_encoder import SpladeEncoder
+            from hybrid_engine.models.splade import SpladeEncoder
 
             encoder = SpladeEncoder.load(num_threads=num_threads)
         vocab_size = int(encoder.vocab_size)
@@ -179,7 +124,7 @@ class SpladeIndex:
         weights: list[np.ndarray] = []
         for texts, batch_ids in iter_batches(corpus, ENCODE_CHUNK):
             rows = encoder.encode(texts, show_progress=show_progress)
-            rows = _check_vectors(rows, len(texts), vocab_size)
+            rows = check_vectors(rows, len(texts), vocab_size)
             counts.append(np.diff(rows.offsets))
             terms.append(rows.terms)
             weights.append(rows.weights)
@@ -249,38 +194,6 @@ class SpladeIndex:
 
     # -- search -------------------------------------------------------------------------------
 
-    def _scratch_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """This thread's kernel scratch (reused: allocating it per call costs page faults)."""
-        buffers = getattr(self._scratch, "buffers", None)
-        if buffers is None:
-            n = self.num_documents
-            buffers = (
-                np.zeros(n, dtype=np.float64),
-                np.empty(n + 1, dtype=np.int32),
-                np.empty(n + 1, dtype=np.float32),
-            )
-            self._scratch.buffers = buffers
-        return buffers
-
-    def _search_range(self, queries: SparseVectors, start: int, stop: int, out: Any) -> None:
-        acc, hits, hit_scores = self._scratch_buffers()
-        kernels.search_batch(
-            queries.terms,
-            queries.weights,
-            queries.offsets[start : stop + 1],
-            self._term_scale,
-            self._doc_freqs,
-            self._layout,
-            (0, 0.0, 0.0),  # unused by the impact layout
-            out.ids[start:stop],
-            out.scores[start:stop],
-            acc,
-            hits,
-            hit_scores,
-            kernels.dense_work(self.num_documents, out.ids.shape[1]),
-            kernels.WINDOW,
-        )
-
     def search(
         self,
         queries: str | Sequence[str] | SparseVectors,
@@ -315,24 +228,17 @@ class SpladeIndex:
         TypeError
             A query that is not ``str``.
         """
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive int, got {k!r}")
+        k = check_k(k)
         if isinstance(queries, SparseVectors):
             n = len(queries.offsets) - 1
-            encoded = _check_vectors(queries, n, self.vocab_size)
+            encoded = check_vectors(queries, n, self.vocab_size)
         else:
             texts = check_texts(queries, "query")
             n = len(texts)
-            encoded = _check_vectors(self._encoder.encode(texts), n, self.vocab_size)
-        out = SearchResult.empty(n, int(k))
-        if n == 0:
-            return out
-        if num_threads is None:
-            threads = min(default_threads(), max(1, n // _QUERIES_PER_THREAD))
-        else:
-            threads = min(check_threads(num_threads), n)
-        run_split(n, threads, lambda lo, hi: self._search_range(encoded, lo, hi, out))
-        return out
+            encoded = check_vectors(self._encoder.encode(texts), n, self.vocab_size)
+        return self._searcher.search(
+            (encoded.terms, encoded.weights, encoded.offsets), k, num_threads
+        )
 
     # -- persistence --------------------------------------------------------------------------
 
@@ -352,7 +258,7 @@ class SpladeIndex:
                 "vocab_size": self.vocab_size,
                 "num_postings": self.num_postings,
             },
-            "doc_ids": "explicit" if self._doc_ids.explicit else "positions",
+            "doc_ids": self._doc_ids.mode,
             "encoder_model_hash": self._model_hash,
         }
         write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, arrays)
@@ -399,9 +305,7 @@ class SpladeIndex:
                 raise ValueError(f"scale {scale}")
             n_docs = int(manifest["stats"]["num_documents"])
             vocab_size = int(manifest["stats"]["vocab_size"])
-            if manifest["doc_ids"] not in ("explicit", "positions"):
-                raise ValueError(f"doc_ids is {manifest['doc_ids']!r}")
-            explicit = manifest["doc_ids"] == "explicit"
+            saved_ids = manifest["doc_ids"]
             model_hash = manifest["encoder_model_hash"]
             if not isinstance(model_hash, str):
                 raise ValueError(f"encoder_model_hash is {model_hash!r}, not a str")
@@ -409,9 +313,10 @@ class SpladeIndex:
             raise IndexFormatError(
                 f"{path}: bad manifest entry ({exc}); rebuild the index"
             ) from None
-        _check_arrays(path, arrays, n_docs, vocab_size, explicit)
+        _check_arrays(path, arrays, n_docs, vocab_size, "doc_id_bytes" in arrays)
+        doc_ids = DocIds.from_saved(path, saved_ids, arrays, n_docs)
         if encoder is None:
-            from hybrid_engine.splade_encoder import SpladeEncoder
+            from hybrid_engine.models.splade import SpladeEncoder
 
             encoder = SpladeEncoder.load()
         if encoder.model_hash != model_hash or encoder.vocab_size != vocab_size:
@@ -421,11 +326,6 @@ class SpladeIndex:
                 f"({encoder.vocab_size} terms): its query vectors would not match; load with the "
                 "encoder that built the index, or rebuild the index with this one"
             )
-        doc_ids = (
-            DocIds(n_docs, arrays["doc_id_bytes"], arrays["doc_id_offsets"])
-            if explicit
-            else DocIds(n_docs)
-        )
         index_arrays = {name: arrays[name] for name in _INDEX_ARRAYS}
         return cls(index_arrays, scale, doc_ids, encoder, model_hash)
 
@@ -456,8 +356,6 @@ def _check_arrays(
     offsets, docs, impacts = arrays["posting_offsets"], arrays["doc_ids"], arrays["impacts"]
     if not delimits(offsets, docs, vocab_size) or len(impacts) != len(docs):
         raise fail("posting_offsets does not delimit doc_ids and impacts")
-    if explicit and not delimits(arrays["doc_id_offsets"], arrays["doc_id_bytes"], n_docs):
-        raise fail("doc_id_offsets does not delimit doc_id_bytes")
     if len(docs) and (docs.min() < 0 or docs.max() >= n_docs or impacts.min() == 0):
         raise fail(f"doc ids outside [0, {n_docs}) or zero impacts")
     ascending = np.diff(docs.astype(np.int64)) > 0

@@ -5,7 +5,7 @@ Saved as one directory (``storage.write_index_dir``)::
 
     manifest.json     format "hybrid_engine.hybrid", the retrievers, the document count
     text_bytes.npy    the documents' text (title and text), what a cross-encoder reads,
-    text_offsets.npy  packed as in ``text_store``
+    text_offsets.npy  packed as in ``packed``
     bm25/             a BM25Index directory
     dense/            a DenseIndex directory
     splade/           a SpladeIndex directory
@@ -22,21 +22,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hybrid_engine.bm25 import BM25Index
+from hybrid_engine.checks import check_texts
 from hybrid_engine.corpus import DocIds, Document, document_text
-from hybrid_engine.cross_encoder import CrossEncoder
-from hybrid_engine.dense import DenseIndex, TextEncoder
-from hybrid_engine.embedding_cache import EmbeddingCache
-from hybrid_engine.encoder import check_texts
+from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.fusion import DEFAULT_METHOD, fuse
-from hybrid_engine.mmr import mmr as mmr_rerank
-from hybrid_engine.rerank import RerankerVerdict, reranker_verdict
-from hybrid_engine.rerank import rerank as rerank_hits
+from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.models.cross_encoder import CrossEncoder
+from hybrid_engine.packed import PackedStrings
+from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
+from hybrid_engine.pipeline.mmr import mmr as mmr_rerank
+from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
+from hybrid_engine.pipeline.rerank import rerank as rerank_hits
+from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.results import SearchResult
-from hybrid_engine.splade import SparseEncoder, SpladeIndex
+from hybrid_engine.sparse.index import SpladeIndex
 from hybrid_engine.storage import read_index_dir, write_index_dir
-from hybrid_engine.text_store import TextStore
 
 FORMAT = "hybrid_engine.hybrid"
 FORMAT_VERSION = 2
@@ -88,7 +89,7 @@ class HybridIndex:
         bm25: BM25Index | None,
         dense: DenseIndex | None,
         splade: SpladeIndex | None,
-        texts: TextStore,
+        texts: PackedStrings,
     ) -> None:
         """Private: use ``build`` or ``load``."""
         self._bm25 = bm25
@@ -151,7 +152,7 @@ class HybridIndex:
             bm25 = BM25Index.build(documents, num_threads=num_threads, show_progress=show_progress)
         if "dense" in chosen:
             if encoder is None:
-                from hybrid_engine.encoder import Encoder
+                from hybrid_engine.models.bi_encoder import Encoder
 
                 encoder = Encoder.load(num_threads=num_threads)
             dense = DenseIndex.build(
@@ -168,7 +169,7 @@ class HybridIndex:
                 num_threads=num_threads,
                 show_progress=show_progress,
             )
-        engine = cls(bm25, dense, splade, TextStore.from_texts(texts))
+        engine = cls(bm25, dense, splade, PackedStrings.from_strings(texts))
         return engine if reranker is None else engine.with_reranker(reranker)
 
     def with_reranker(self, reranker: CrossEncoder | None) -> HybridIndex:
@@ -209,7 +210,7 @@ class HybridIndex:
         return self._verdict
 
     @property
-    def texts(self) -> TextStore:
+    def texts(self) -> PackedStrings:
         """The text of every document (title and text), as the cross-encoder reads it."""
         return self._texts
 
@@ -368,7 +369,12 @@ class HybridIndex:
             directories["splade"] = self._splade.save
         metadata = {"retrievers": list(self.retrievers), "num_documents": len(self)}
         write_index_dir(
-            path, FORMAT, FORMAT_VERSION, metadata, self._texts.arrays(), directories=directories
+            path,
+            FORMAT,
+            FORMAT_VERSION,
+            metadata,
+            self._texts.arrays("text"),
+            directories=directories,
         )
 
     @classmethod
@@ -408,7 +414,7 @@ class HybridIndex:
         try:
             chosen = _check_retrievers(manifest["retrievers"])
             n_docs = int(manifest["num_documents"])
-            texts = TextStore.from_arrays(arrays, n_docs)
+            texts = PackedStrings.from_arrays(arrays, n_docs, "text")
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(
                 f"{path}: bad manifest entry ({exc}); rebuild the index"
@@ -418,14 +424,14 @@ class HybridIndex:
         dense = None
         if "dense" in chosen:
             if encoder is None:
-                from hybrid_engine.encoder import Encoder
+                from hybrid_engine.models.bi_encoder import Encoder
 
                 encoder = Encoder.load(num_threads=num_threads)
             dense = DenseIndex.load(root / "dense", encoder=encoder, mmap=mmap)
         splade = None
         if "splade" in chosen:
             if splade_encoder is None:
-                from hybrid_engine.splade_encoder import SpladeEncoder
+                from hybrid_engine.models.splade import SpladeEncoder
 
                 splade_encoder = SpladeEncoder.load(num_threads=num_threads)
             splade = SpladeIndex.load(root / "splade", encoder=splade_encoder, mmap=mmap)

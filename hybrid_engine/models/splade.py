@@ -7,17 +7,16 @@ as one non-negative weight per vocabulary term, most of them zero.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from hybrid_engine._batching import length_runs, pad_encodings
-from hybrid_engine.encoder import check_texts, load_tokenizer
-from hybrid_engine.model_store import SPLADE, ModelInfo, read_model
-from hybrid_engine.onnx_session import OnnxModel
+from hybrid_engine.checks import check_texts
+from hybrid_engine.models._batching import length_runs, pad_encodings
+from hybrid_engine.models.session import TextModel
+from hybrid_engine.models.store import SPLADE
+from hybrid_engine.results import SparseVectors
 
 TOKENS_PER_RUN = 1024
 """Most padded tokens in one ONNX Runtime call. The graph's vocabulary projection makes a
@@ -26,26 +25,7 @@ and 2,048 tokens encoded SciFact passages equally fast here (23-24 docs/s fp32),
 memory at no cost."""
 
 
-class SparseVectors(NamedTuple):
-    """Sparse vectors as CSR: row ``i`` has terms ``terms[offsets[i]:offsets[i + 1]]`` (int32,
-    ascending) with weights ``weights[offsets[i]:offsets[i + 1]]`` (float32, all > 0).
-
-    Attributes
-    ----------
-    offsets : numpy.ndarray
-        int64, shape ``(n + 1,)``, ``offsets[0] == 0``.
-    terms : numpy.ndarray
-        int32, shape ``(offsets[-1],)``: vocabulary ids.
-    weights : numpy.ndarray
-        float32, shape ``(offsets[-1],)``.
-    """
-
-    offsets: np.ndarray
-    terms: np.ndarray
-    weights: np.ndarray
-
-
-class SpladeEncoder(OnnxModel):
+class SpladeEncoder(TextModel):
     """A SPLADE model (BERT masked-language model, max-pooled log-saturated logits) on ONNX
     Runtime.
 
@@ -57,50 +37,12 @@ class SpladeEncoder(OnnxModel):
     Texts longer than ``max_length`` tokens are truncated.
     """
 
-    def __init__(self, info: ModelInfo, variant: str, num_threads: int | None) -> None:
-        """Private: use ``load``."""
-        super().__init__(info, variant, num_threads)
-        self._tokenizer = load_tokenizer(info)
-
-    @classmethod
-    def load(
-        cls,
-        path: str | os.PathLike[str] | None = None,
-        *,
-        variant: str = "fp32",
-        num_threads: int | None = None,
-    ) -> SpladeEncoder:
-        """Load a prepared SPLADE model folder.
-
-        Parameters
-        ----------
-        path : path-like, optional
-            The folder; ``model_store.default_model_path("splade-tiny")`` when None.
-        variant : {"fp32", "int8"}
-            The full-precision graph, or dynamically quantized int8 weights.
-        num_threads : int, optional
-            ONNX Runtime intra-op threads; all cores when None.
-
-        Raises
-        ------
-        ModelNotFoundError
-            No prepared model there, or not that variant; the message names the command that
-            prepares it.
-        IndexFormatError
-            The folder is corrupt (a sha256 mismatch, say), incomplete, or holds another kind
-            of model (a bi-encoder, say).
-        """
-        return cls(read_model(path, kind=SPLADE), variant, num_threads)
+    kind = SPLADE
 
     @property
     def vocab_size(self) -> int:
         """Number of vocabulary terms: term ids are in ``[0, vocab_size)``."""
         return self._info.dim
-
-    @property
-    def max_length(self) -> int:
-        """Tokens kept per text, special tokens included."""
-        return self._info.max_length
 
     def __repr__(self) -> str:
         return (

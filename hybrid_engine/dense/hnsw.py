@@ -10,7 +10,7 @@ from pathlib import Path
 import hnswlib
 import numpy as np
 
-from hybrid_engine import _dense_kernels as kernels
+from hybrid_engine.dense import _kernels as kernels
 from hybrid_engine.errors import IndexFormatError
 
 # hnswlib 0.8 ``HierarchicalNSW::saveIndex`` header: offsetLevel0, max_elements,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hybrid_engine import _dense_kernels as kernels
+from hybrid_engine.dense import _kernels as kernels
 
 _SCORES_PER_CHUNK = 1 << 24
 """float32 approximate scores held at once by ``exact_search`` (64 MiB): larger query batches

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -11,12 +10,13 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from hybrid_engine import _bm25_kernels as kernels
 from hybrid_engine import _core
-from hybrid_engine._threads import check_threads, default_threads, run_split
-from hybrid_engine.analysis import AnalyzerConfig
+from hybrid_engine.checks import check_k, check_threads
 from hybrid_engine.corpus import DocIds, Document, iter_batches
 from hybrid_engine.errors import IndexFormatError
+from hybrid_engine.lexical import _kernels as kernels
+from hybrid_engine.lexical.analysis import AnalyzerConfig
+from hybrid_engine.lexical.postings import PostingsSearcher
 from hybrid_engine.results import SearchResult
 from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
 
@@ -30,7 +30,6 @@ _INDEX_ARRAYS = {
     "postings": np.uint8,
     "doc_lengths": np.int32,
 }
-_QUERIES_PER_THREAD = 32  # below this a batch is not worth another thread
 IMPACT_CACHE_MAX_BYTES = 2 << 30
 """``cache_impacts=None`` decodes postings into the 8-byte-per-posting impact layout when it
 takes at most this many bytes (and the index is not memory-mapped)."""
@@ -116,15 +115,17 @@ class BM25Index:
                 self._factors,
                 *self._scoring,
             )
-        # The kernels' view of the postings (see ``_bm25_kernels.search_batch``).
-        self._layout = (
+        # The kernels' view of the postings (see ``_kernels.search_batch``).
+        layout = (
             arrays["posting_offsets"],
             arrays["postings"],
             self._factors,
             *impacts,
             bool(cache_impacts),
         )
-        self._scratch = threading.local()
+        self._searcher = PostingsSearcher(
+            self._idf, arrays["doc_freqs"], layout, self._scoring, len(doc_lengths)
+        )
 
     # -- construction -------------------------------------------------------------------------
 
@@ -244,45 +245,6 @@ class BM25Index:
 
     # -- search -------------------------------------------------------------------------------
 
-    def _scratch_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """This thread's kernel scratch (reused: allocating it per call costs page faults)."""
-        buffers = getattr(self._scratch, "buffers", None)
-        if buffers is None:
-            n = self.num_documents
-            buffers = (
-                np.zeros(n, dtype=np.float64),
-                np.empty(n + 1, dtype=np.int32),
-                np.empty(n + 1, dtype=np.float32),
-            )
-            self._scratch.buffers = buffers
-        return buffers
-
-    def _search_range(
-        self,
-        encoded: tuple[np.ndarray, np.ndarray, np.ndarray],
-        start: int,
-        stop: int,
-        out: SearchResult,
-    ) -> None:
-        terms, weights, offsets = encoded
-        acc, hits, hit_scores = self._scratch_buffers()
-        kernels.search_batch(
-            terms,
-            weights,
-            offsets[start : stop + 1],
-            self._idf,
-            self._arrays["doc_freqs"],
-            self._layout,
-            self._scoring,
-            out.ids[start:stop],
-            out.scores[start:stop],
-            acc,
-            hits,
-            hit_scores,
-            kernels.dense_work(self.num_documents, out.ids.shape[1]),
-            kernels.WINDOW,
-        )
-
     def search(
         self, queries: str | Sequence[str], k: int = 10, *, num_threads: int | None = None
     ) -> SearchResult:
@@ -318,19 +280,9 @@ class BM25Index:
             raise TypeError(
                 f"queries must be a str or a sequence of str, got {type(queries).__name__}"
             )
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive int, got {k!r}")
-        encoded = self._encoder.encode(queries)
-        n = len(queries)
-        out = SearchResult.empty(n, int(k))
-        if n == 0:
-            return out
-        if num_threads is None:
-            threads = min(default_threads(), max(1, n // _QUERIES_PER_THREAD))
-        else:
-            threads = min(check_threads(num_threads), n)
-        run_split(n, threads, lambda lo, hi: self._search_range(encoded, lo, hi, out))
-        return out
+        k = check_k(k)
+        terms, weights, offsets = self._encoder.encode(queries)
+        return self._searcher.search((terms, weights, offsets), k, num_threads)
 
     # -- persistence --------------------------------------------------------------------------
 
@@ -347,7 +299,7 @@ class BM25Index:
                 "num_postings": self.num_postings,
                 "avg_doc_length": self.avg_doc_length,
             },
-            "doc_ids": "explicit" if self._doc_ids.explicit else "positions",
+            "doc_ids": self._doc_ids.mode,
         }
         write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, arrays)
 
@@ -390,26 +342,13 @@ class BM25Index:
             analyzer = AnalyzerConfig.from_dict(manifest["analyzer"])
             analyzer.to_core()
             n_docs = int(manifest["stats"]["num_documents"])
-            if manifest["doc_ids"] not in ("explicit", "positions"):
-                raise ValueError(
-                    f"doc_ids is {manifest['doc_ids']!r}, not 'explicit' or 'positions'"
-                )
-            explicit = manifest["doc_ids"] == "explicit"
-            if explicit != ("doc_id_bytes" in arrays):
-                raise ValueError(
-                    f"doc_ids is {manifest['doc_ids']!r} but the id arrays are "
-                    f"{'absent' if explicit else 'present'}"
-                )
+            saved_ids = manifest["doc_ids"]
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(
                 f"{path}: bad manifest entry ({exc}); rebuild the index"
             ) from None
         _check_arrays(path, arrays, n_docs)
-        doc_ids = (
-            DocIds(n_docs, arrays["doc_id_bytes"], arrays["doc_id_offsets"])
-            if explicit
-            else DocIds(n_docs)
-        )
+        doc_ids = DocIds.from_saved(path, saved_ids, arrays, n_docs)
         cache = _auto_cache(arrays, mmap=mmap) if cache_impacts is None else cache_impacts
         try:
             return cls(arrays, params, analyzer, doc_ids, cache)
@@ -441,10 +380,7 @@ def _check_arrays(path: str | os.PathLike[str], arrays: dict[str, np.ndarray], n
     for offsets, data, count in (
         ("vocab_offsets", "vocab_bytes", n_terms),
         ("posting_offsets", "postings", n_terms),
-        ("doc_id_offsets", "doc_id_bytes", n_docs),
     ):
-        if offsets not in arrays:
-            continue
         if not delimits(arrays[offsets], arrays[data], count):
             raise fail(f"{offsets} does not delimit {data}")
     if np.any(arrays["doc_lengths"] < 0) or np.any(arrays["doc_freqs"] < 1):

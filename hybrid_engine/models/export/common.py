@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_engine.errors import HybridEngineError
-from hybrid_engine.model_store import FORMAT, FORMAT_VERSION, TOKENIZER_FILE, VARIANT_FILES
+from hybrid_engine.models.store import FORMAT, FORMAT_VERSION, TOKENIZER_FILE, VARIANT_FILES
 from hybrid_engine.storage import write_index_dir
 
 EXPORT_EXTRA_HINT = (

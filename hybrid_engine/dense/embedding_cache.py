@@ -14,11 +14,11 @@ import os
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
 from hybrid_engine.errors import IndexFormatError
+from hybrid_engine.protocols import TextEncoder
 from hybrid_engine.storage import read_index_dir, user_cache_dir, write_index_dir
 
 FORMAT = "hybrid_engine.embeddings"
@@ -26,16 +26,6 @@ FORMAT_VERSION = 1
 CACHE_ENV = "HYBRID_ENGINE_CACHE"
 """Environment variable naming the embedding cache folder."""
 _KEY_BYTES = 16
-
-
-class _Encoder(Protocol):
-    @property
-    def dim(self) -> int: ...
-    @property
-    def model_hash(self) -> str: ...
-    def encode(
-        self, texts: Sequence[str], *, batch_size: int = ..., show_progress: bool = ...
-    ) -> np.ndarray: ...
 
 
 def default_cache_dir() -> Path:
@@ -105,7 +95,7 @@ class EmbeddingCache:
 
     def encode(
         self,
-        encoder: _Encoder,
+        encoder: TextEncoder,
         texts: Sequence[str],
         *,
         batch_size: int = 64,

@@ -1,0 +1,8 @@
+"""The hybrid pipeline: fusion of retrievers, reranking, MMR, and the engine composing them."""
+
+from hybrid_engine.pipeline.engine import HybridIndex, HybridResult
+from hybrid_engine.pipeline.fusion import fuse
+from hybrid_engine.pipeline.mmr import mmr
+from hybrid_engine.pipeline.rerank import rerank
+
+__all__ = ["HybridIndex", "HybridResult", "fuse", "mmr", "rerank"]

@@ -1,0 +1,57 @@
+"""What the indexes and stages need of the models: structural types (``typing.Protocol``), so
+any object with these members serves, the ONNX models of ``hybrid_engine.models`` included."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from hybrid_engine.results import SparseVectors
+
+
+class TextEncoder(Protocol):
+    """What ``DenseIndex`` and ``EmbeddingCache`` need from a text encoder (``Encoder`` is one)."""
+
+    @property
+    def dim(self) -> int:
+        """Length of the vectors."""
+        ...
+
+    @property
+    def model_hash(self) -> str:
+        """sha256 hex digest identifying the model weights (recorded in saved indexes)."""
+        ...
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 32, show_progress: bool = False
+    ) -> np.ndarray:
+        """float32 array of shape ``(len(texts), dim)``, rows L2-normalised."""
+        ...
+
+
+class SparseEncoder(Protocol):
+    """What ``SpladeIndex`` needs from a sparse text encoder (``SpladeEncoder`` is one)."""
+
+    @property
+    def vocab_size(self) -> int:
+        """Term ids are in ``[0, vocab_size)``."""
+        ...
+
+    @property
+    def model_hash(self) -> str:
+        """sha256 hex digest identifying the model (recorded in saved indexes)."""
+        ...
+
+    def encode(self, texts: Sequence[str], *, show_progress: bool = False) -> SparseVectors:
+        """One CSR row of (term id, weight > 0) per text."""
+        ...
+
+
+class PairScorer(Protocol):
+    """What ``rerank`` needs of a cross-encoder (``CrossEncoder`` is one)."""
+
+    def score(self, queries: Sequence[str], passages: Sequence[str]) -> np.ndarray:
+        """float32 ``(n,)`` relevance of aligned (query, passage) pairs, higher is better."""
+        ...
