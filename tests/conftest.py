@@ -1,12 +1,43 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures, and the two rules every test runs under.
+
+- Under CI (``$CI`` set) a skipped test fails: CI installs and prepares everything (the shared
+  data, the models, the extras), so a skip there would hide a test that never ran.
+- No test writes to the user's cache: embeddings (``$HYBRID_ENGINE_CACHE``) and matplotlib's
+  cache go to a session folder. Prepared models are read from the usual models folder.
+"""
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
 
 _DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under CI, turn a skip (``pytest.skip``, ``importorskip``, a skip mark) into a failure."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if os.environ.get("CI") and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = (
+            f"skipped under CI ({reason}): CI installs and prepares everything this test needs, "
+            "so a skip there is a failure"
+        )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Embeddings and matplotlib's cache go to a session folder, never to ``~/.cache``."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("HYBRID_ENGINE_CACHE", str(tmp_path_factory.mktemp("embedding-cache")))
+    patch.setenv("MPLCONFIGDIR", str(tmp_path_factory.mktemp("matplotlib")))
+    yield
+    patch.undo()
 
 
 @pytest.fixture(scope="session")
@@ -23,8 +54,7 @@ def shared_data() -> Path:
 def model_path() -> Path:
     """The prepared default bi-encoder folder (``hybrid-engine models prepare``).
 
-    Absent: the test fails under CI (whose set-up prepares it) and skips, with the command to
-    run, elsewhere.
+    Absent: the test skips with the command to run (a failure under CI).
     """
     from hybrid_engine.models.store import DEFAULT_MODEL
 
@@ -32,7 +62,7 @@ def model_path() -> Path:
 
 
 def _prepared(name: str, what: str) -> Path:
-    """The prepared folder of model ``name``, or a CI failure / local skip naming the command."""
+    """The prepared folder of model ``name``, or a skip naming the command."""
     from hybrid_engine.models.store import PREPARE_COMMAND, default_model_path
 
     path = default_model_path(name)
@@ -42,9 +72,7 @@ def _prepared(name: str, what: str) -> Path:
 
 
 def _missing(message: str) -> NoReturn:
-    """Fail under CI, whose set-up installs and prepares everything; skip elsewhere."""
-    if os.environ.get("CI"):
-        pytest.fail(message)
+    """Skip (a failure under CI, see ``pytest_runtest_makereport``), naming what to do."""
     pytest.skip(message)
 
 
@@ -57,7 +85,7 @@ def encoder(model_path: Path):  # type: ignore[no-untyped-def]
 
 
 def _export_extra(what: str):  # type: ignore[no-untyped-def]
-    """The modules of the ``export`` extra, or a CI failure / local skip naming the install."""
+    """The modules of the ``export`` extra, or a skip naming the install."""
     import importlib
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may be fetched
@@ -122,8 +150,7 @@ def cross_encoder_path(
 def splade_path() -> Path:
     """The prepared SPLADE model folder (``hybrid-engine models prepare``).
 
-    Absent: the test fails under CI (whose set-up prepares it) and skips, with the command to
-    run, elsewhere.
+    Absent: the test skips with the command to run (a failure under CI).
     """
     from hybrid_engine.models.store import SPLADE_MODEL
 

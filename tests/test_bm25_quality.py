@@ -11,7 +11,6 @@ from hybrid_engine.evaluation import evaluate, load_beir, run_from_results
 pytestmark = pytest.mark.slow
 
 COLLECTIONS = ["scifact", "cranfield", "cisi", "med", "nfcorpus-partial"]
-FIGURES: dict[str, dict[str, float]] = {}
 
 
 def dataset(shared_data, name: str):
@@ -64,22 +63,9 @@ def test_parity_with_bm25s(shared_data, name: str) -> None:
     reference = bm25s_ndcg10(ds)
     parity = ndcg10(BM25Index.build(ds.corpus, analyzer=AnalyzerConfig(strip_accents=False)), ds)
     default = ndcg10(BM25Index.build(ds.corpus), ds)
-    FIGURES[name] = {"bm25s": reference, "parity": parity, "default": default}
     print(
         f"\n{name:<17} nDCG@10  bm25s {reference:.4f}  ours(strip_accents=False) {parity:.4f}  "
         f"ours(default) {default:.4f}  diff {parity - reference:+.4f}"
     )
     assert abs(parity - reference) <= 0.01
     assert abs(default - reference) <= 0.02
-
-
-def test_print_table() -> None:
-    """Runs last in this module: the figures of the parity runs as one table."""
-    if not FIGURES:
-        pytest.skip("no parity figures were computed")
-    lines = [f"{'collection':<17} {'bm25s':>7} {'parity':>7} {'default':>8}"]
-    lines += [
-        f"{name:<17} {f['bm25s']:>7.4f} {f['parity']:>7.4f} {f['default']:>8.4f}"
-        for name, f in FIGURES.items()
-    ]
-    print("\nBM25 nDCG@10 (k1=0.9, b=0.4, title+text)\n" + "\n".join(lines))

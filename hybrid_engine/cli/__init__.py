@@ -39,7 +39,7 @@ from hybrid_engine.models.store import (
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, METHODS
 from hybrid_engine.training.data import NEGATIVE_MODES
 
-DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
+DEFAULT_DATASET = Path(__file__).resolve().parents[3] / "shared" / "data" / "beir" / "scifact"
 """The embedded default collection: ``../shared/data/beir/scifact`` beside the checkout."""
 
 DEMO_QUERIES = (

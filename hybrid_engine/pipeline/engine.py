@@ -278,7 +278,7 @@ class HybridIndex:
         rerank : int, optional
             Fused hits per query the cross-encoder re-orders (``rerank.rerank``'s ``depth``;
             30 pairs of 48 tokens take a MiniLM-L6 int8 cross-encoder about 100 ms on 2 cores,
-            README "Fusion").
+            docs/reranking.md).
             Needs a reranker (``build``/``load``/``with_reranker``); when its gate refused
             it, the fused ranking is served and ``timings`` has no ``"rerank"``. None: no
             reranking.

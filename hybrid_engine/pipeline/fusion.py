@@ -15,7 +15,7 @@ METHODS = ("rrf", "minmax", "zscore", "dbsf", "combsum", "combmnz")
 
 DEFAULT_METHOD = "dbsf"
 """``fuse``'s method: the best average nDCG@10 of BM25 + dense over the five local collections
-(``scripts/fusion_report.py``; README, "Fusion")."""
+(``scripts/fusion_report.py``; docs/fusion.md)."""
 
 _CONVEX = ("minmax", "zscore", "dbsf")  # weights scaled to sum to 1
 _LAST = np.iinfo(np.int64).max  # sorts padding after every position
@@ -55,7 +55,7 @@ def fuse(
     combination); the other methods use them as given.
 
     The default, ``"dbsf"``, had the best average nDCG@10 fusing the top 100 of BM25 and dense
-    retrieval on the five local collections (README, "Fusion"; ``scripts/fusion_report.py``),
+    retrieval on the five local collections (docs/fusion.md; ``scripts/fusion_report.py``),
     and the best on SciFact; CombMNZ is within noise of it, the others and RRF a little below.
 
     Parameters
