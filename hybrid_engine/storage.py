@@ -109,8 +109,8 @@ def write_index_dir(
     Raises
     ------
     FileExistsError
-        ``path`` exists and is not an index directory written by this package (nothing is
-        overwritten then).
+        ``path`` exists and is not an index of format ``fmt`` (another format's, or not an
+        index at all): nothing is overwritten.
     ValueError
         A component name that is not a plain file name, or a component callable that wrote no
         file.
@@ -120,10 +120,7 @@ def write_index_dir(
     for name in (*components, *directories):
         _check_component_name(name)
     target = Path(path)
-    if target.exists() and not (target / MANIFEST).is_file():
-        raise FileExistsError(
-            f"{target} exists and is not a hybrid_engine index; remove it or choose another path"
-        )
+    _check_replaceable(target, fmt)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
@@ -180,6 +177,30 @@ def write_index_dir(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _check_replaceable(target: Path, fmt: str) -> None:
+    """Refuse to save at ``target`` unless it is free or holds an index of format ``fmt``."""
+    if not os.path.lexists(target):
+        return
+    try:
+        with open(target / MANIFEST, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileExistsError(
+            f"{target} exists and is not a hybrid_engine index; remove it or choose another path"
+        ) from None
+    except (OSError, ValueError) as exc:  # JSON and UTF-8 decoding errors are ValueErrors
+        raise FileExistsError(
+            f"{target} has an unreadable {MANIFEST} ({exc}), so it may hold anything; remove "
+            "it or choose another path"
+        ) from None
+    found = manifest.get("format") if isinstance(manifest, dict) else None
+    if found != fmt:
+        raise FileExistsError(
+            f"{target} holds a directory of format {found!r}, not {fmt!r}, and saving would "
+            f"replace it; choose another path, or remove {target} first if it is not needed"
+        )
 
 
 def read_index_dir(
