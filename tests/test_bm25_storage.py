@@ -404,18 +404,27 @@ def test_interrupted_array_write_keeps_previous_index(saved, copy, monkeypatch) 
     assert_same_results(saved[0], BM25Index.load(copy))
 
 
-@pytest.mark.parametrize("fail_on", [1, 2])
-def test_interrupted_swap_keeps_previous_index(saved, copy, monkeypatch, fail_on: int) -> None:
-    """os.replace 1 moves the old index aside, 2 moves the new one in: either may fail."""
-    real_replace, calls = os.replace, []
+@pytest.mark.parametrize("fail_on", ["exchange", "first rename", "second rename"])
+def test_interrupted_swap_keeps_previous_index(saved, copy, monkeypatch, fail_on: str) -> None:
+    """The exchange that swaps the new index in may fail; so may either rename of the two that
+    replace it where the filesystem cannot exchange (old index aside, new one in)."""
 
-    def failing_replace(src, dst):
-        calls.append((src, dst))
-        if len(calls) == fail_on:
-            raise OSError("rename failed (simulated)")
-        return real_replace(src, dst)
+    def fail(*args):
+        raise OSError("rename failed (simulated)")
 
-    monkeypatch.setattr(storage.os, "replace", failing_replace)
+    if fail_on == "exchange":
+        monkeypatch.setattr(storage._rename, "exchange", fail)
+    else:
+        monkeypatch.setattr(storage._rename, "exchange", lambda a, b: False)
+        real_rename, calls = os.rename, []
+
+        def failing_rename(src, dst):
+            calls.append((src, dst))
+            if len(calls) == (1 if fail_on == "first rename" else 2):
+                fail()
+            return real_rename(src, dst)
+
+        monkeypatch.setattr(storage.os, "rename", failing_rename)
     with pytest.raises(OSError, match="simulated"):
         BM25Index.build(["another corpus entirely"]).save(copy)
     monkeypatch.undo()
@@ -424,7 +433,10 @@ def test_interrupted_swap_keeps_previous_index(saved, copy, monkeypatch, fail_on
 
 
 def test_interrupted_first_save_leaves_nothing(monkeypatch, tmp_path) -> None:
-    monkeypatch.setattr(storage.os, "replace", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt))
+    def interrupt(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(storage._rename, "rename_noreplace", interrupt)
     with pytest.raises(KeyboardInterrupt):
         BM25Index.build(["text here"]).save(tmp_path / "new")
     monkeypatch.undo()
