@@ -396,7 +396,7 @@ def test_interrupted_array_write_keeps_previous_index(saved, copy, monkeypatch) 
             raise OSError("disk full (simulated)")
         return real_save(*args, **kwargs)
 
-    monkeypatch.setattr(storage.np, "save", failing_save)
+    monkeypatch.setattr(storage.index_dir.np, "save", failing_save)
     with pytest.raises(OSError, match="simulated"):
         BM25Index.build(["another corpus entirely"]).save(copy)
     monkeypatch.undo()
@@ -413,9 +413,9 @@ def test_interrupted_swap_keeps_previous_index(saved, copy, monkeypatch, fail_on
         raise OSError("rename failed (simulated)")
 
     if fail_on == "exchange":
-        monkeypatch.setattr(storage._rename, "exchange", fail)
+        monkeypatch.setattr(storage.replace._rename, "exchange", fail)
     else:
-        monkeypatch.setattr(storage._rename, "exchange", lambda a, b: False)
+        monkeypatch.setattr(storage.replace._rename, "exchange", lambda a, b: False)
         real_rename, calls = os.rename, []
 
         def failing_rename(src, dst):
@@ -424,7 +424,7 @@ def test_interrupted_swap_keeps_previous_index(saved, copy, monkeypatch, fail_on
                 fail()
             return real_rename(src, dst)
 
-        monkeypatch.setattr(storage.os, "rename", failing_rename)
+        monkeypatch.setattr(storage.replace.os, "rename", failing_rename)
     with pytest.raises(OSError, match="simulated"):
         BM25Index.build(["another corpus entirely"]).save(copy)
     monkeypatch.undo()
@@ -436,7 +436,7 @@ def test_interrupted_first_save_leaves_nothing(monkeypatch, tmp_path) -> None:
     def interrupt(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(storage._rename, "rename_noreplace", interrupt)
+    monkeypatch.setattr(storage.replace._rename, "rename_noreplace", interrupt)
     with pytest.raises(KeyboardInterrupt):
         BM25Index.build(["text here"]).save(tmp_path / "new")
     monkeypatch.undo()

@@ -58,7 +58,7 @@ def swap(request, monkeypatch) -> str:
     """Replace by renameat2's exchange, or as where it is missing (macOS, NFS, old libc): in
     two renames, with a checked ``os.rename`` for a first save."""
     if request.param == "no renameat2":
-        monkeypatch.setattr("hybrid_engine._rename._RENAMEAT2", None)
+        monkeypatch.setattr("hybrid_engine.storage._rename._RENAMEAT2", None)
     return request.param
 
 
@@ -117,7 +117,7 @@ def test_a_pinned_directory_keeps_its_version_through_saves(versions, tmp_path) 
 def test_without_proc_a_pinned_directory_keeps_its_files(versions, tmp_path, monkeypatch) -> None:
     """Elsewhere than Linux the path itself is yielded: a save makes it name the new version,
     but the pinned version's files stay until the block ends."""
-    monkeypatch.setattr(storage, "_PROC_FD", tmp_path / "no-proc")
+    monkeypatch.setattr(storage.replace, "_PROC_FD", tmp_path / "no-proc")
     path = tmp_path / "index"
     versions.indexes[0].save(path)
     with storage.open_index_dir(path) as root:
@@ -276,7 +276,7 @@ def test_load_explains_an_index_it_cannot_put_back(versions, tmp_path, monkeypat
     def refuse(src, dst) -> None:
         raise PermissionError(13, "Permission denied", str(src))
 
-    monkeypatch.setattr("hybrid_engine._rename.rename_noreplace", refuse)
+    monkeypatch.setattr("hybrid_engine.storage._rename.rename_noreplace", refuse)
     with pytest.raises(IndexFormatError, match=r"interrupted.*could not be moved back.*mv .*"):
         BM25Index.load(path)
     assert names(tmp_path) == [".index.old-aaaaaaaa"]
@@ -295,7 +295,7 @@ def test_leftovers_of_other_names_are_not_taken(versions, tmp_path) -> None:
 
 
 def test_renames_without_replacing_and_exchanges(tmp_path, swap) -> None:
-    from hybrid_engine import _rename
+    from hybrid_engine.storage import _rename
 
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

@@ -1,0 +1,20 @@
+"""Index directories on disk: a versioned manifest beside ``.npy`` arrays (``index_dir``),
+replaced atomically and read one version at a time (``replace``)."""
+
+from hybrid_engine.storage._files import MANIFEST
+from hybrid_engine.storage.index_dir import (
+    delimits,
+    read_index_dir,
+    user_cache_dir,
+    write_index_dir,
+)
+from hybrid_engine.storage.replace import open_index_dir
+
+__all__ = [
+    "MANIFEST",
+    "delimits",
+    "open_index_dir",
+    "read_index_dir",
+    "user_cache_dir",
+    "write_index_dir",
+]

@@ -1,0 +1,32 @@
+"""What every part of an index directory's handling shares: the manifest's name, file hashes,
+fsync."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "manifest.json"
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fsync(path: Path) -> None:
+    """Flush a file or a directory entry list to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def describe(file: Path) -> dict[str, Any]:
+    return {"sha256": sha256(file), "bytes": file.stat().st_size}
