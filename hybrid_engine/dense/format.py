@@ -17,7 +17,7 @@ from hybrid_engine.corpus import DocIds
 from hybrid_engine.dense import hnsw as _hnsw
 from hybrid_engine.dense.params import DenseParams
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.storage import read_index_dir, write_index_dir
+from hybrid_engine.storage import open_index_dir, read_index_dir, write_index_dir
 
 FORMAT = "hybrid_engine.dense"
 FORMAT_VERSION = 1
@@ -73,9 +73,26 @@ def read_dense(path: str | os.PathLike[str], *, mmap: bool, verify: bool) -> Sav
     IndexFormatError
         The directory is missing, truncated, corrupt, or not a dense index of this format.
     """
-    manifest, arrays = read_index_dir(
-        path, FORMAT, FORMAT_VERSION, mmap=mmap, verify=verify, components=(GRAPH_FILE,)
-    )
+    with open_index_dir(path) as root:  # the graph from the save the manifest comes from
+        manifest, arrays = read_index_dir(
+            root,
+            FORMAT,
+            FORMAT_VERSION,
+            mmap=mmap,
+            verify=verify,
+            components=(GRAPH_FILE,),
+            shown_as=path,
+        )
+        return _checked(path, root, manifest, arrays)
+
+
+def _checked(
+    path: str | os.PathLike[str],
+    root: Path,
+    manifest: dict[str, Any],
+    arrays: dict[str, np.ndarray],
+) -> SavedDense:
+    """The read index of ``path`` (pinned at ``root``), checked; its graph loaded."""
     try:
         saved = manifest["params"]
         # Every parameter must be recorded: a missing one would silently take its default.
@@ -97,7 +114,7 @@ def read_dense(path: str | os.PathLike[str], *, mmap: bool, verify: bool) -> Sav
     doc_ids = DocIds.from_saved(path, saved_ids, arrays, n_docs)
     graph = None
     if GRAPH_FILE in manifest["files"]:
-        graph = _hnsw.load(Path(path) / GRAPH_FILE, n_docs, dim, params.m, params.ef_construction)
+        graph = _hnsw.load(root / GRAPH_FILE, n_docs, dim, params.m, params.ef_construction)
     return SavedDense(arrays["vectors"], doc_ids, params, ef_search, model_hash, graph)
 
 

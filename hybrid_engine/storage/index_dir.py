@@ -164,6 +164,7 @@ def read_index_dir(
     mmap: bool = False,
     verify: bool = True,
     components: Collection[str] = (),
+    shown_as: str | os.PathLike[str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Read a directory written by ``write_index_dir``, every file from the same save.
 
@@ -185,6 +186,9 @@ def read_index_dir(
         finds which are present in ``manifest["files"]``; to read them from the save the
         manifest comes from, pass the path that ``open_index_dir(path)`` yields and read them
         there inside its block.
+    shown_as : path-like, optional
+        The path error messages name (``path`` when None): the user's path when ``path`` is
+        the one ``open_index_dir`` yielded.
 
     Returns
     -------
@@ -203,8 +207,8 @@ def read_index_dir(
     -----
     Thread-safety: any number of threads and processes may read while others save ``path``.
     """
-    shown = Path(path)
-    with open_index_dir(shown) as root:
+    shown = Path(shown_as if shown_as is not None else path)
+    with open_index_dir(path) as root:
         manifest = _read_manifest(root, shown, fmt, format_version)
         files = manifest.get("files")
         if not isinstance(files, dict):
