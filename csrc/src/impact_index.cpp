@@ -4,7 +4,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "hybrid_engine/offsets.hpp"
+
 namespace hybrid_engine {
+
+namespace {
+
+/// Every int32 term id is below this.
+constexpr std::size_t kMaxTerms = std::size_t{1} << 31;
+
+}  // namespace
 
 ImpactIndexArrays invert_impacts(const int64_t* doc_offsets, std::size_t n_docs,
                                  const int32_t* terms, const uint8_t* impacts,
@@ -13,28 +22,27 @@ ImpactIndexArrays invert_impacts(const int64_t* doc_offsets, std::size_t n_docs,
         throw std::invalid_argument("at most 2^31 - 1 documents fit an impact index, got " +
                                     std::to_string(n_docs));
     }
-    if (doc_offsets[0] != 0 || doc_offsets[n_docs] != static_cast<int64_t>(n_entries)) {
-        throw std::invalid_argument("doc_offsets must start at 0 and end at len(terms) (" +
-                                    std::to_string(n_entries) + "), got " +
-                                    std::to_string(doc_offsets[0]) + " and " +
-                                    std::to_string(doc_offsets[n_docs]));
+    if (n_terms > kMaxTerms) {
+        throw std::invalid_argument("n_terms must be at most 2^31 (term ids are int32), got " +
+                                    std::to_string(n_terms));
+    }
+    check_offsets(doc_offsets, n_docs, n_entries, "doc_offsets", "terms");
+    for (std::size_t d = 0; d < n_docs; ++d) {
+        for (int64_t i = doc_offsets[d]; i < doc_offsets[d + 1]; ++i) {
+            if (terms[i] < 0 || static_cast<std::size_t>(terms[i]) >= n_terms) {
+                throw std::invalid_argument(
+                    "document " + std::to_string(d) + " has term id " + std::to_string(terms[i]) +
+                    ", outside the vocabulary [0, " + std::to_string(n_terms) + ")");
+            }
+        }
     }
     ImpactIndexArrays out;
     out.doc_freqs.assign(n_terms, 0);
     // Last document seen with each term: a repeat within one document is an error.
     std::vector<int32_t> last_doc(n_terms, -1);
     for (std::size_t d = 0; d < n_docs; ++d) {
-        if (doc_offsets[d + 1] < doc_offsets[d]) {
-            throw std::invalid_argument("doc_offsets must not decrease; document " +
-                                        std::to_string(d) + " ends before it starts");
-        }
         for (int64_t i = doc_offsets[d]; i < doc_offsets[d + 1]; ++i) {
             const int32_t term = terms[i];
-            if (term < 0 || static_cast<std::size_t>(term) >= n_terms) {
-                throw std::invalid_argument("document " + std::to_string(d) + " has term id " +
-                                            std::to_string(term) + ", outside the vocabulary [0, " +
-                                            std::to_string(n_terms) + ")");
-            }
             if (last_doc[term] == static_cast<int32_t>(d)) {
                 throw std::invalid_argument("document " + std::to_string(d) + " repeats term id " +
                                             std::to_string(term) +

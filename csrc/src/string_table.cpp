@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "hybrid_engine/offsets.hpp"
+
 namespace hybrid_engine {
 
 StringTable::StringTable() : offsets_{0}, slots_(16, 0) {}
@@ -74,9 +76,7 @@ void StringTable::grow() {
 
 StringTable StringTable::from_arena(const char* bytes, std::size_t n_bytes, const int64_t* offsets,
                                     std::size_t n) {
-    if (offsets[0] != 0 || offsets[n] != static_cast<int64_t>(n_bytes)) {
-        throw std::invalid_argument("vocabulary offsets must start at 0 and end at the arena size");
-    }
+    check_offsets(offsets, n, n_bytes, "vocab_offsets", "vocab_bytes");
     StringTable table;
     std::size_t capacity = 16;
     while (capacity < 2 * n + 2) capacity *= 2;
@@ -84,9 +84,6 @@ StringTable StringTable::from_arena(const char* bytes, std::size_t n_bytes, cons
     table.bytes_.reserve(n_bytes);
     table.offsets_.reserve(n + 1);
     for (std::size_t i = 0; i < n; ++i) {
-        if (offsets[i + 1] < offsets[i]) {
-            throw std::invalid_argument("vocabulary offsets must be non-decreasing");
-        }
         const std::string_view key(bytes + offsets[i],
                                    static_cast<std::size_t>(offsets[i + 1] - offsets[i]));
         if (table.insert(key) != static_cast<int32_t>(i)) {

@@ -34,7 +34,10 @@ def mmr(
     query_vectors : numpy.ndarray
         Shape ``(n_queries, dim)``.
     doc_vectors : numpy.ndarray
-        Shape ``(n_docs, dim)``, indexed by the candidate positions (``DenseIndex.vectors``).
+        Shape ``(n_docs, dim)``, indexed by the candidate positions (``DenseIndex.vectors``,
+        which may be a memory map). Only the candidates' rows are read and converted to
+        float64, so a call costs memory in the number of candidates, not of documents; the
+        other rows need not be finite.
     k : int
         Picks per query, >= 1; rows are padded (-1 / -inf) past the number of candidates.
     lambda_ : float
@@ -49,17 +52,17 @@ def mmr(
     Raises
     ------
     ValueError
-        Shapes that disagree, non-finite vectors, positions outside ``doc_vectors``, ``k < 1``
-        or ``lambda_`` outside ``[0, 1]``.
+        Shapes that disagree, non-finite query vectors or candidate rows, positions outside
+        ``doc_vectors``, ``k < 1`` or ``lambda_`` outside ``[0, 1]``.
     """
     k = check_k(k)
     if not 0.0 <= float(lambda_) <= 1.0:
         raise ValueError(f"lambda_ must be in [0, 1], got {lambda_!r}")
     queries = np.asarray(query_vectors, dtype=np.float64)
-    docs = np.asarray(doc_vectors, dtype=np.float64)
-    if queries.ndim != 2 or docs.ndim != 2 or queries.shape[1] != docs.shape[1]:
+    corpus = np.asarray(doc_vectors)  # no copy: only the candidates' rows are converted
+    if queries.ndim != 2 or corpus.ndim != 2 or queries.shape[1] != corpus.shape[1]:
         raise ValueError(
-            f"query_vectors {queries.shape} and doc_vectors {docs.shape} must be 2-d with the "
+            f"query_vectors {queries.shape} and doc_vectors {corpus.shape} must be 2-d with the "
             "same number of columns"
         )
     if len(queries) != len(candidates):
@@ -67,20 +70,16 @@ def mmr(
             f"{len(queries)} query vectors for {len(candidates)} rows of candidates; give one "
             "vector per query"
         )
-    if not (np.isfinite(queries).all() and np.isfinite(docs).all()):
-        raise ValueError("query_vectors and doc_vectors must be finite (no NaN or inf)")
+    if not np.isfinite(queries).all():
+        raise ValueError("query_vectors must be finite (no NaN or inf)")
     ids = candidates.ids
-    if ids.size and (ids.max() >= len(docs) or ids.min() < PAD_ID):
-        raise ValueError(
-            f"candidate positions must be in [0, {len(docs)}) or -1 (padding); pass the "
-            "vectors of the index the candidates came from"
-        )
+    used, docs = _candidate_rows(ids, corpus)
     out = SearchResult.empty(len(candidates), int(k))
     for row, (query, row_ids) in enumerate(zip(queries, ids, strict=True)):
         pool = np.unique(row_ids[row_ids != PAD_ID])  # ascending: ties go to the lowest position
         if len(pool) == 0:
             continue
-        vectors = docs[pool]
+        vectors = docs[np.searchsorted(used, pool)]  # the rows of the pool
         relevance = lambda_ * (vectors @ query)
         redundancy = np.zeros(len(pool))
         free = np.ones(len(pool), dtype=bool)
@@ -97,3 +96,21 @@ def mmr(
         out.ids[row, :n_picks] = out.ids[row, order]
         out.scores[row, :n_picks] = out.scores[row, order]
     return out
+
+
+def _candidate_rows(ids: np.ndarray, corpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct candidate positions in ``ids`` (ascending, padding dropped) and their rows
+    of ``corpus`` as float64, after checking the positions and the rows' finiteness."""
+    if ids.size and (ids.max() >= len(corpus) or ids.min() < PAD_ID):
+        raise ValueError(
+            f"candidate positions must be in [0, {len(corpus)}) or -1 (padding); pass the "
+            "vectors of the index the candidates came from"
+        )
+    used = np.unique(ids[ids != PAD_ID])
+    rows = np.asarray(corpus[used], dtype=np.float64)
+    if not np.isfinite(rows).all():
+        raise ValueError(
+            "doc_vectors must be finite (no NaN or inf) in the candidates' rows; check the "
+            "index's vectors"
+        )
+    return used, rows

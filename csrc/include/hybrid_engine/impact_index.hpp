@@ -25,9 +25,11 @@ struct ImpactIndexArrays {
 /// positions; a document may be empty and its terms may come in any order. Entries with
 /// impact 0 are dropped. Runs in O(n_terms + number of entries), holds no Python state.
 ///
-/// Throws std::invalid_argument when doc_offsets is not a non-decreasing run from 0 to
-/// `n_entries`, a term id is outside [0, n_terms), a term repeats within a document, or
-/// there are more than 2^31 - 1 documents.
+/// `doc_offsets` has `n_docs + 1` entries, `terms` and `impacts` `n_entries`. Throws
+/// std::invalid_argument, before reading anything through them and before allocating for
+/// `n_terms`, when there are more than 2^31 - 1 documents or 2^31 terms, doc_offsets is not
+/// a non-decreasing run from 0 to `n_entries`, or a term id is outside [0, n_terms); and when
+/// a term repeats within a document.
 ImpactIndexArrays invert_impacts(const int64_t* doc_offsets, std::size_t n_docs,
                                  const int32_t* terms, const uint8_t* impacts,
                                  std::size_t n_entries, std::size_t n_terms);

@@ -18,9 +18,9 @@ class StringTable {
 public:
     StringTable();
 
-    /// Rebuilds a table from an arena and its `n + 1` offsets (as returned by `bytes()` and
-    /// `offsets()`). Throws std::invalid_argument if offsets are not non-decreasing within the
-    /// arena, or if a key occurs twice.
+    /// Rebuilds a table from an arena of `n_bytes` and its `n + 1` offsets (as returned by
+    /// `bytes()` and `offsets()`). Throws std::invalid_argument, before reading the arena, if
+    /// the offsets do not rise (or stay) from 0 to `n_bytes`; and if a key occurs twice.
     static StringTable from_arena(const char* bytes, std::size_t n_bytes, const int64_t* offsets,
                                   std::size_t n);
 
