@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hybrid_engine import embedding_cache
-from hybrid_engine.embedding_cache import EmbeddingCache
+from hybrid_engine.dense import embedding_cache
+from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.errors import IndexFormatError
 
 
@@ -170,7 +170,7 @@ def test_bad_encoder_output_is_refused_and_not_cached(
 
 
 def test_default_bound_is_two_gib() -> None:
-    from hybrid_engine.embedding_cache import DEFAULT_MAX_BYTES
+    from hybrid_engine.dense.embedding_cache import DEFAULT_MAX_BYTES
 
     assert DEFAULT_MAX_BYTES == 2 * 2**30
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybrid_engine.mmr import mmr
+from hybrid_engine.pipeline.mmr import mmr
 from hybrid_engine.results import PAD_ID, SearchResult
 
 
