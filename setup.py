@@ -17,6 +17,7 @@ ext_modules = [
         "hybrid_engine._core",
         sorted(glob("csrc/src/*.cpp")) + ["csrc/bindings.cpp"],
         include_dirs=["csrc/include"],
+        depends=sorted(glob("csrc/include/hybrid_engine/*.hpp")),  # a header change rebuilds
         cxx_std=17,
         extra_compile_args=extra_compile_args,
         extra_link_args=["-pthread"],
