@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hybrid_engine import BM25Index
-from hybrid_engine.cli import main
+from hybrid_engine.cli import DEFAULT_DATASET, main
 
 
 @pytest.fixture
@@ -21,6 +21,10 @@ def corpus_file(tmp_path: Path) -> Path:
     path = tmp_path / "corpus.jsonl"
     path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
     return path
+
+
+def test_default_dataset_is_scifact_beside_the_checkout() -> None:
+    assert DEFAULT_DATASET == Path(__file__).resolve().parents[2] / "shared/data/beir/scifact"
 
 
 def test_index_then_search_prints_ids(corpus_file: Path, tmp_path: Path, capsys) -> None:
