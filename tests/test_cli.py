@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from hybrid_engine import BM25Index
-from hybrid_engine.cli import DEFAULT_DATASET, main
+from hybrid_engine.cli import main
+from hybrid_engine.cli.demo import DEFAULT_DATASET
 
 
 @pytest.fixture
