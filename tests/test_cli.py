@@ -9,6 +9,7 @@ import pytest
 
 from hybrid_engine import BM25Index
 from hybrid_engine.cli import main
+from hybrid_engine.cli._output import print_eval_tables, print_table
 from hybrid_engine.cli.demo import DEFAULT_DATASET
 
 
@@ -22,6 +23,54 @@ def corpus_file(tmp_path: Path) -> Path:
     path = tmp_path / "corpus.jsonl"
     path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
     return path
+
+
+def parse_table(text: str, first_column: str = "retriever") -> dict[str, list[str]]:
+    """The table in ``text`` whose header starts with ``first_column``: the header's cells
+    under ``""``, then each row's cells by its name; stops at the first blank line."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == [first_column])
+    assert set(lines[start + 1]) == {"-"} and len(lines[start + 1]) == len(lines[start])
+    table = {"": lines[start].split()[1:]}
+    for line in lines[start + 2 :]:
+        if not line.strip():
+            break
+        assert len(line) == len(lines[start]), "cells are not aligned under the header"
+        name, *cells = line.split()
+        table[name] = cells
+    return table
+
+
+def test_print_table(capsys) -> None:
+    rows = {
+        "bm25": {"ndcg@10": 0.67891, "queries_per_s": 1234.56, "p50_ms": 1.234},
+        "dense": {"ndcg@10": 0.5, "p50_ms": 12.5},
+    }
+    print_table(rows)
+    assert parse_table(capsys.readouterr().out) == {
+        "": ["ndcg@10", "queries_per_s", "p50_ms"],
+        "bm25": ["0.6789", "1234.6", "1.23"],
+        "dense": ["0.5000", "-", "12.50"],
+    }
+
+
+def test_print_eval_tables_puts_stages_in_a_second_table(capsys) -> None:
+    rows = {
+        "bm25": {"ndcg@10": 0.25, "p50_ms": 1.0},
+        "hybrid": {"ndcg@10": 0.5, "p50_ms": 9.0, "dense_p50_ms": 7.0, "fusion_p50_ms": 0.25},
+    }
+    print_eval_tables(rows)
+    out = capsys.readouterr().out
+    main_table, stage_table = out.split("per-stage latency")
+    assert parse_table(main_table) == {
+        "": ["ndcg@10", "p50_ms"],
+        "bm25": ["0.2500", "1.00"],
+        "hybrid": ["0.5000", "9.00"],
+    }
+    assert parse_table(stage_table) == {
+        "": ["dense_p50_ms", "fusion_p50_ms"],
+        "hybrid": ["7.00", "0.25"],
+    }
 
 
 def test_default_dataset_is_scifact_beside_the_checkout() -> None:
