@@ -1,28 +1,47 @@
-"""The hybrid-engine command line, run in-process through its ``main``."""
+"""The hybrid-engine command line, run in-process through its ``main``, mostly on a tiny
+BEIR-layout collection written per test (the conftest keeps the embedding cache out of
+``~/.cache``)."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from hybrid_engine import BM25Index
-from hybrid_engine.cli import main
-from hybrid_engine.cli._output import print_eval_tables, print_table
+from hybrid_engine.cli import build_parser, main
+from hybrid_engine.cli._output import SNIPPET_CHARS, print_eval_tables, print_table
 from hybrid_engine.cli.demo import DEFAULT_DATASET
+from hybrid_engine.cli.index import leg_options
+from hybrid_engine.lexical.analysis import AnalyzerConfig
+from hybrid_engine.models.bi_encoder import Encoder
+from hybrid_engine.pipeline.engine import HybridIndex
+
+LONG_TEXT = "Waves roll over the ocean\nfloor,   and tides follow the moon. " * 6
+DOCS = [
+    {"_id": "d1", "title": "Cats", "text": "The cat sat on the mat."},
+    {"_id": "d2", "title": "Dogs", "text": "A dog chased the cat."},
+    {"_id": "d3", "title": "Birds", "text": "Birds fly over the sea."},
+    {"_id": "d4", "title": "", "text": LONG_TEXT},
+]
+QUERIES = {"q1": "dog", "q2": "birds over the sea", "q3": "cat on a mat", "q4": "ocean tides"}
+QRELS = {"q1": "d2", "q2": "d3", "q3": "d1", "q4": "d4"}
+BY_ID = {doc["_id"]: doc for doc in DOCS}
 
 
 @pytest.fixture
-def corpus_file(tmp_path: Path) -> Path:
-    docs = [
-        {"_id": "d1", "title": "Cats", "text": "The cat sat on the mat."},
-        {"_id": "d2", "title": "Dogs", "text": "A dog chased the cat."},
-        {"_id": "d3", "title": "Birds", "text": "Birds fly over the sea."},
-    ]
-    path = tmp_path / "corpus.jsonl"
-    path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
-    return path
+def tiny(tmp_path: Path) -> Path:
+    """A four-document collection in the BEIR layout, one judged document per query."""
+    folder = tmp_path / "tiny"
+    (folder / "qrels").mkdir(parents=True)
+    lines = [json.dumps(doc) + "\n" for doc in DOCS]
+    (folder / "corpus.jsonl").write_text("".join(lines), encoding="utf-8")
+    lines = [json.dumps({"_id": q, "text": text}) + "\n" for q, text in QUERIES.items()]
+    (folder / "queries.jsonl").write_text("".join(lines), encoding="utf-8")
+    qrels = "".join(f"{q}\t{d}\t1\n" for q, d in QRELS.items())
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
+    return folder
 
 
 def parse_table(text: str, first_column: str = "retriever") -> dict[str, list[str]]:
@@ -39,6 +58,21 @@ def parse_table(text: str, first_column: str = "retriever") -> dict[str, list[st
         name, *cells = line.split()
         table[name] = cells
     return table
+
+
+def search_json(capsys, *argv: str) -> list[dict]:
+    """``hybrid-engine search ... --json``: one JSON object per line."""
+    assert main(["search", *argv, "--json"]) == 0
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def check_hits(hits: list[dict]) -> None:
+    """Each hit's id, title and text are those of the corpus; scores descend."""
+    for hit in hits:
+        doc = BY_ID[hit["id"]]
+        assert (hit["title"], hit["text"]) == (doc["title"], doc["text"])
+    scores = [hit["score"] for hit in hits]
+    assert scores == sorted(scores, reverse=True)
 
 
 def test_print_table(capsys) -> None:
@@ -77,36 +111,97 @@ def test_default_dataset_is_scifact_beside_the_checkout() -> None:
     assert DEFAULT_DATASET == Path(__file__).resolve().parents[2] / "shared/data/beir/scifact"
 
 
-def test_index_then_search_prints_ids(corpus_file: Path, tmp_path: Path, capsys) -> None:
+def test_bm25_only_index_then_search(tiny: Path, tmp_path: Path, capsys) -> None:
     index_dir = tmp_path / "idx"
-    assert main(["index", str(corpus_file), str(index_dir), "--quiet"]) == 0
-    assert BM25Index.load(index_dir).num_documents == 3
-    assert main(["search", str(index_dir), "dog", "-k", "2", "--json"]) == 0
-    listing = json.loads(capsys.readouterr().out)
-    assert listing[0]["query"] == "dog"
-    assert [hit["id"] for hit in listing[0]["hits"]] == ["d2"]
+    corpus_file = str(tiny / "corpus.jsonl")  # a file, or its folder as in the other tests
+    assert main(["index", corpus_file, str(index_dir), "--retrievers", "bm25", "--quiet"]) == 0
+    assert HybridIndex.load(index_dir).retrievers == ("bm25",)
+    listing = search_json(capsys, str(index_dir), "dog", "ocean tides", "-k", "2")
+    assert [entry["query"] for entry in listing] == ["dog", "ocean tides"]
+    assert [[hit["id"] for hit in entry["hits"]] for entry in listing] == [["d2"], ["d4"]]
+    for entry in listing:
+        check_hits(entry["hits"])
+        assert set(entry["timings_ms"]) == {"bm25", "fusion", "total"}
 
 
-def test_index_options_are_recorded(corpus_file: Path, tmp_path: Path) -> None:
+def test_search_listing_shows_rank_id_title_and_a_one_line_snippet(
+    tiny: Path, tmp_path: Path, capsys
+) -> None:
     index_dir = tmp_path / "idx"
-    argv = ["index", str(corpus_file), str(index_dir), "--quiet", "--k1", "1.2", "--b", "0.75"]
-    assert main([*argv, "--method", "atire", "--stemmer", "none", "--no-stopwords"]) == 0
-    index = BM25Index.load(index_dir)
-    assert (index.params.k1, index.params.b, index.params.method) == (1.2, 0.75, "atire")
-    assert index.analyzer.stemmer == "none" and not index.analyzer.stopwords
+    assert main(["index", str(tiny), str(index_dir), "--retrievers", "bm25", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["search", str(index_dir), "dog", "ocean tides", "xylophone"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    first = lines.index("query: dog")
+    assert re.fullmatch(r"\s+1\. d2\s+\d+\.\d{4}\s+Dogs", lines[first + 2])
+    assert lines[first + 3].strip() == "A dog chased the cat."
+    ocean = lines.index("query: ocean tides")
+    snippet = lines[ocean + 3].strip()
+    assert SNIPPET_CHARS - 2 <= len(snippet) <= SNIPPET_CHARS and snippet.endswith("…")
+    assert " ".join(LONG_TEXT.split()).startswith(snippet[:-1])
+    nothing = lines.index("query: xylophone")
+    assert "no document holds any query term" in lines[nothing + 2]
+
+
+def test_leg_options_hold_only_what_was_given() -> None:
+    parse = build_parser().parse_args
+    given = parse(["index", "c", "o", "--k1", "1.2", "--b", "0.75", "--method", "atire"])
+    assert leg_options(given) == {"bm25": {"k1": 1.2, "b": 0.75, "method": "atire"}}
+    given = parse(["index", "c", "o", "--stemmer", "none", "--m", "32", "--ef-construction", "64"])
+    assert leg_options(given) == {
+        "bm25": {"analyzer": AnalyzerConfig(stemmer="none")},
+        "dense": {"m": 32, "ef_construction": 64},
+    }
+    assert leg_options(parse(["index", "c", "o"])) == {}
+
+
+def test_index_refuses_leg_options_the_engine_cannot_take(
+    tiny: Path, tmp_path: Path, capsys
+) -> None:
+    """Until ``HybridIndex.build`` takes per-leg options they fail, never silently dropped."""
+    argv = ["index", str(tiny), str(tmp_path / "idx"), "--retrievers", "bm25", "--k1", "1.2"]
+    assert main(argv) == 2
+    assert "bm25 k1: HybridIndex.build takes no per-leg options" in capsys.readouterr().err
+    assert not (tmp_path / "idx").exists()
 
 
 def test_errors_exit_2_with_a_message(tmp_path: Path, capsys) -> None:
     assert main(["search", str(tmp_path / "missing"), "query"]) == 2
     assert "not a directory" in capsys.readouterr().err
+    assert (
+        main(["index", str(tmp_path), str(tmp_path / "idx"), "--retrievers", "bm25,colbert"]) == 2
+    )
+    assert "unknown or no legs ['colbert']" in capsys.readouterr().err
     assert main(["eval", str(tmp_path), "--retriever", "nope"]) == 2
     assert "error" in capsys.readouterr().err
 
 
-def test_train_reranker_refuses_the_test_split_before_loading(tmp_path: Path, capsys) -> None:
-    argv = ["train-reranker", str(tmp_path / "absent"), "--split", "test", "--out", "m"]
-    assert main(argv) == 2
-    assert "refusing to train a reranker on the 'test' split" in capsys.readouterr().err
+def test_hybrid_index_then_search(tiny: Path, tmp_path: Path, model_path, capsys) -> None:
+    index_dir = tmp_path / "idx"
+    assert main(["index", str(tiny), str(index_dir), "--quiet"]) == 0
+    engine = HybridIndex.load(index_dir, encoder=Encoder.load(model_path, variant="int8"))
+    assert engine.retrievers == ("bm25", "dense")
+    listing = search_json(capsys, str(index_dir), "a dog chasing", "birds over the sea", "-k", "3")
+    assert [entry["hits"][0]["id"] for entry in listing] == ["d2", "d3"]
+    for entry in listing:
+        assert len(entry["hits"]) == 3
+        check_hits(entry["hits"])
+        assert set(entry["timings_ms"]) == {"bm25", "dense", "fusion", "total"}
+    assert main(["search", str(index_dir), "dog", "--variant", "fp32"]) == 2
+    assert "give the --variant the index was built with" in capsys.readouterr().err
+
+
+def test_search_reranks_with_a_cross_encoder(
+    tiny: Path, tmp_path: Path, model_path, cross_encoder_path: Path, capsys
+) -> None:
+    index_dir = tmp_path / "idx"
+    assert main(["index", str(tiny), str(index_dir), "--quiet"]) == 0
+    rerank = ["--reranker", str(cross_encoder_path), "--rerank-max-length", "64"]
+    listing = search_json(capsys, str(index_dir), "dog", "-k", "3", "--rerank", "4", *rerank)
+    assert "rerank" in listing[0]["timings_ms"] and len(listing[0]["hits"]) == 3
+    check_hits(listing[0]["hits"])
+    assert main(["search", str(index_dir), "dog", "--rerank", "4"]) == 2
+    assert "give --reranker NAME" in capsys.readouterr().err
 
 
 def test_eval_writes_the_json_shape(shared_data: Path, tmp_path: Path, capsys) -> None:

@@ -1,13 +1,16 @@
-"""What the commands print: metric tables and search hits."""
+"""What the commands print: metric tables, and search hits as a listing or as JSON lines."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 
-from hybrid_engine.dense.index import DenseIndex
-from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.results import SearchResult
 
+SNIPPET_CHARS = 160
+"""Characters of a hit's text shown in a listing (one line)."""
 LABEL_WIDTH = 12
 """Width of a table's first column, the row's name."""
 
@@ -54,33 +57,71 @@ def _digits(column: str) -> int:
     return 1 if column == "queries_per_s" else 2 if column.endswith("_ms") else 4
 
 
-def print_hits(
-    index: BM25Index | DenseIndex,
-    queries: Sequence[str],
-    k: int,
-    as_json: bool,
-    titles: dict[str, str] | None = None,
-) -> None:
-    """Search ``queries`` and print each one's top ``k`` (rank, score, id and title), or all
-    of them as one JSON list."""
-    result = index.search(list(queries), k)
-    rows = [
-        [
-            {"rank": r + 1, "id": index.doc_ids[int(i)], "score": float(s)}
-            for r, (i, s) in enumerate(zip(ids, scores, strict=True))
-            if i >= 0
-        ]
-        for ids, scores in zip(result.ids, result.scores, strict=True)
-    ]
-    if as_json:
-        listing = [{"query": q, "hits": h} for q, h in zip(queries, rows, strict=True)]
-        print(json.dumps(listing, indent=2))
-        return
-    for query, hits in zip(queries, rows, strict=True):
-        print(f"\nquery: {query}")
-        if not hits:
-            print("  (no document holds any query term)")
-        for hit in hits:
-            title = (titles or {}).get(str(hit["id"]), "")
-            title = title if len(title) <= 70 else title[:67] + "..."
-            print(f"  {hit['rank']:>3}. {hit['score']:8.4f}  {hit['id']:<12} {title}")
+@dataclass(frozen=True)
+class Hit:
+    """One search hit as the commands show it.
+
+    Attributes
+    ----------
+    id : str
+        The document's ``_id``.
+    score : float
+        The engine's score (fused, or reranked).
+    title : str
+        The document's title, ``""`` where it has none.
+    text : str
+        The document's text without its title.
+    """
+
+    id: str
+    score: float
+    title: str
+    text: str
+
+
+def hits_of(engine: HybridIndex, result: SearchResult, row: int = 0) -> list[Hit]:
+    """The hits of query ``row`` of ``result`` (an ``engine.search`` result), padding dropped."""
+    hits = []
+    for position, score in zip(result.ids[row], result.scores[row], strict=True):
+        if position < 0:
+            break  # padding comes last
+        title = engine.titles[int(position)]
+        text = engine.texts[int(position)]
+        if title and text.startswith(f"{title} "):
+            text = text[len(title) + 1 :]
+        hits.append(Hit(engine.doc_ids[int(position)], float(score), title, text))
+    return hits
+
+
+def one_line(text: str, limit: int | None = None) -> str:
+    """``text`` with every run of whitespace as one space, cut to ``limit`` characters (an
+    ellipsis ending the cut)."""
+    line = " ".join(text.split())
+    if limit is not None and len(line) > limit:
+        line = line[: limit - 1].rstrip() + "…"
+    return line
+
+
+def format_timings(timings: Mapping[str, float]) -> str:
+    """Milliseconds per stage, e.g. ``"bm25 0.4 ms, dense 6.1 ms, total 6.9 ms"``."""
+    return ", ".join(f"{stage} {ms:.1f} ms" for stage, ms in timings.items())
+
+
+def print_hits(query: str, hits: list[Hit], timings: Mapping[str, float]) -> None:
+    """A listing: the query and its stage timings, then per hit its rank, id, score and
+    title, and a one-line snippet of its text."""
+    print(f"\nquery: {query}\n  ({format_timings(timings)})")
+    if not hits:
+        print("  (no document holds any query term)")
+    for rank, hit in enumerate(hits, 1):
+        print(f"  {rank:>3}. {hit.id:<12} {hit.score:8.4f}  {one_line(hit.title)}".rstrip())
+        print(f"       {one_line(hit.text, SNIPPET_CHARS)}")
+
+
+def hits_json(query: str, hits: list[Hit], timings: Mapping[str, float]) -> str:
+    """One query's hits as one line of JSON: ``{"query", "hits": [{"id", "score", "title",
+    "text"}], "timings_ms": {stage: ms}}``."""
+    return json.dumps(
+        {"query": query, "hits": [asdict(hit) for hit in hits], "timings_ms": dict(timings)},
+        ensure_ascii=False,
+    )

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hybrid_engine.cli._output import print_hits, print_table
+from hybrid_engine.cli._output import print_table
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.evaluation import Dataset, load_beir
@@ -42,6 +43,23 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _print_leg_hits(
+    index: BM25Index | DenseIndex, queries: Sequence[str], titles: dict[str, str]
+) -> None:
+    """Each query's top 5 of ``index``: rank, score, id and title."""
+    result = index.search(list(queries), 5)
+    for query, ids, scores in zip(queries, result.ids, result.scores, strict=True):
+        print(f"\nquery: {query}")
+        if ids[0] < 0:
+            print("  (no document holds any query term)")
+        for rank, (i, score) in enumerate(zip(ids, scores, strict=True), 1):
+            if i >= 0:
+                doc_id = index.doc_ids[int(i)]
+                title = titles.get(doc_id, "")
+                title = title if len(title) <= 70 else title[:67] + "..."
+                print(f"  {rank:>3}. {score:8.4f}  {doc_id:<12} {title}")
+
+
 def _demo_leg(
     name: str,
     index: BM25Index | DenseIndex,
@@ -51,7 +69,7 @@ def _demo_leg(
 ) -> None:
     """Print one retriever's top hits of the demo queries and add its row to the table."""
     print(f"\n== {name} ==")
-    print_hits(index, DEMO_QUERIES, 5, as_json=False, titles=titles)
+    _print_leg_hits(index, DEMO_QUERIES, titles)
     metrics, queries_per_s = score_searcher(dataset, index.search, index.doc_ids)
     rows[name] = {**metrics, "queries_per_s": queries_per_s}
 
