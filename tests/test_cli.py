@@ -5,6 +5,7 @@ BEIR-layout collection written per test (the conftest keeps the embedding cache 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from hybrid_engine.cli import build_parser, main
 from hybrid_engine.cli._output import SNIPPET_CHARS, print_eval_tables, print_table
 from hybrid_engine.cli.demo import DEFAULT_DATASET
 from hybrid_engine.cli.index import leg_options
+from hybrid_engine.dense.embedding_cache import CACHE_ENV
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.pipeline.engine import HybridIndex
@@ -174,6 +176,8 @@ def test_errors_exit_2_with_a_message(tmp_path: Path, capsys) -> None:
     assert "unknown or no legs ['colbert']" in capsys.readouterr().err
     assert main(["eval", str(tmp_path), "--retriever", "nope"]) == 2
     assert "error" in capsys.readouterr().err
+    assert main(["demo", str(tmp_path), "--dataset", str(tmp_path)]) == 2
+    assert "give the dataset once" in capsys.readouterr().err
 
 
 def test_hybrid_index_then_search(tiny: Path, tmp_path: Path, model_path, capsys) -> None:
@@ -191,6 +195,26 @@ def test_hybrid_index_then_search(tiny: Path, tmp_path: Path, model_path, capsys
     assert "give the --variant the index was built with" in capsys.readouterr().err
 
 
+def test_demo_prints_hits_with_titles_and_the_ablation_table(
+    tiny: Path, model_path, capsys
+) -> None:
+    argv = ["demo", "--dataset", str(tiny), "--query", "a dog chasing", "--query", "seabirds"]
+    assert main([*argv, "-k", "2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    dog = out[out.index("query: a dog chasing") :]
+    assert re.search(r"1\. d2\s+\S+\s+Dogs\n\s+A dog chased the cat\.", dog)
+    assert re.search(r"\(bm25 [\d.]+ ms, dense [\d.]+ ms, fusion [\d.]+ ms, total", dog)
+    assert "query: seabirds" in out
+    table = parse_table(out)
+    assert list(table) == ["", "bm25", "dense", "hybrid"]
+    assert table[""][:2] == ["ndcg@10", "recall@100"]
+    # Every judged document holds its query's words (BM25 ranks it first), and k=100 > 4
+    # documents, so every retriever finds each one.
+    assert table["bm25"][:2] == ["1.0000", "1.0000"]
+    assert [table[name][1] for name in ("dense", "hybrid")] == ["1.0000", "1.0000"]
+    assert f"document embeddings cached in {os.environ[CACHE_ENV]})" in out
+
+
 def test_search_reranks_with_a_cross_encoder(
     tiny: Path, tmp_path: Path, model_path, cross_encoder_path: Path, capsys
 ) -> None:
@@ -202,6 +226,16 @@ def test_search_reranks_with_a_cross_encoder(
     check_hits(listing[0]["hits"])
     assert main(["search", str(index_dir), "dog", "--rerank", "4"]) == 2
     assert "give --reranker NAME" in capsys.readouterr().err
+
+
+def test_demo_reranks_with_a_cross_encoder(
+    tiny: Path, model_path, cross_encoder_path: Path, capsys
+) -> None:
+    rerank = ["--reranker", str(cross_encoder_path), "--rerank-max-length", "64"]
+    assert main(["demo", "--dataset", str(tiny), "--query", "dog", "--quiet", *rerank]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\(bm25 .*, rerank [\d.]+ ms, total", out)
+    assert list(parse_table(out)) == ["", "bm25", "dense", "hybrid", "rerank"]
 
 
 def test_eval_writes_the_json_shape(shared_data: Path, tmp_path: Path, capsys) -> None:
@@ -225,16 +259,8 @@ def test_eval_writes_the_json_shape(shared_data: Path, tmp_path: Path, capsys) -
     assert "ndcg@10" in capsys.readouterr().out
 
 
-def test_demo_prints_hits_and_table(shared_data: Path, capsys) -> None:
-    assert main(["demo", str(shared_data / "beir" / "scifact"), "--quiet"]) == 0
-    out = capsys.readouterr().out
-    assert "query: Vitamin D deficiency" in out
-    assert "bm25" in out and "ndcg@10" in out
-    assert "== bm25 ==" in out and "== dense ==" in out
-
-
 def test_eval_bm25_dense_and_hybrid_together(shared_data: Path, tmp_path: Path, model_path) -> None:
-    """All rows in one JSON; the dense corpus embeddings come from the cache after the demo."""
+    """All rows in one JSON; dense and hybrid share the corpus embeddings (the cache)."""
     out = tmp_path / "eval.json"
     dataset = shared_data / "beir" / "scifact"
     retrievers = "bm25,dense,hybrid"
