@@ -51,6 +51,22 @@ def document_text(doc: Document, position: int) -> tuple[str, str | None]:
     return text, doc_id
 
 
+def document_title(doc: Document) -> str:
+    """The ``"title"`` of a document, ``""`` for plain text or a mapping without one.
+
+    The prefix ``document_text`` puts before the text (with a space) when not empty.
+
+    Raises
+    ------
+    TypeError
+        The title is neither ``str`` nor None.
+    """
+    title = doc.get("title") if isinstance(doc, Mapping) else None
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"a document's 'title' is {type(title).__name__}, expected str")
+    return title or ""
+
+
 def iter_batches(
     corpus: Iterable[Document], batch_size: int
 ) -> Iterator[tuple[list[str], list[str | None]]]:

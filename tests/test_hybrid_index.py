@@ -76,9 +76,28 @@ def test_save_load_round_trip(engine: HybridIndex, tmp_path: Path) -> None:
         "manifest.json",
         "text_bytes.npy",
         "text_offsets.npy",
+        "title_bytes.npy",
+        "title_offsets.npy",
     ]
+    assert loaded.titles[:] == [doc["title"] for doc in CORPUS]
+    assert loaded.texts[:] == [f"{doc['title']} {doc['text']}" for doc in CORPUS]
     with pytest.raises(ValueError, match="built by the model"):
         HybridIndex.load(tmp_path / "hybrid", encoder=HashingEncoder(name="other"))
+
+
+def test_titles_are_empty_where_a_document_has_none(tmp_path: Path) -> None:
+    corpus = [
+        "plain cat text",
+        {"text": "dog"},
+        {"title": "", "text": "fish"},
+        {"title": "Sea", "text": "waves"},
+    ]
+    engine = HybridIndex.build(corpus, retrievers=["bm25"])
+    assert engine.titles[:] == ["", "", "", "Sea"]
+    engine.save(tmp_path / "hybrid")
+    assert HybridIndex.load(tmp_path / "hybrid").titles[:] == engine.titles[:]
+    with pytest.raises(TypeError, match="'title' is int"):
+        HybridIndex.build([{"title": 3, "text": "cat"}], retrievers=["bm25"])
 
 
 def test_damaged_directory(engine: HybridIndex, tmp_path: Path) -> None:
@@ -164,6 +183,8 @@ def test_three_way_save_load(engine3: HybridIndex, tmp_path: Path) -> None:
         "splade",
         "text_bytes.npy",
         "text_offsets.npy",
+        "title_bytes.npy",
+        "title_offsets.npy",
     ]
     loaded = HybridIndex.load(
         tmp_path / "hybrid3", encoder=HashingEncoder(), splade_encoder=HashingSparseEncoder()

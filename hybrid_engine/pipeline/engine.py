@@ -6,6 +6,8 @@ Saved as one directory (``storage.write_index_dir``)::
     manifest.json     format "hybrid_engine.hybrid", the retrievers, the document count
     text_bytes.npy    the documents' text (title and text), what a cross-encoder reads,
     text_offsets.npy  packed as in ``packed``
+    title_bytes.npy   the documents' titles ("" where none), for display, packed the same way
+    title_offsets.npy
     bm25/             a BM25Index directory
     dense/            a DenseIndex directory
     splade/           a SpladeIndex directory
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_engine.checks import check_texts
-from hybrid_engine.corpus import DocIds, Document, document_text
+from hybrid_engine.corpus import DocIds, Document, document_text, document_title
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.errors import IndexFormatError
@@ -40,7 +42,7 @@ from hybrid_engine.sparse.index import SpladeIndex
 from hybrid_engine.storage import read_index_dir, write_index_dir
 
 FORMAT = "hybrid_engine.hybrid"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 RETRIEVERS = ("bm25", "dense", "splade")
 """Retrievers a ``HybridIndex`` can combine, in the order of their legs (and fusion weights)."""
 DEFAULT_RETRIEVERS = ("bm25", "dense")
@@ -90,12 +92,14 @@ class HybridIndex:
         dense: DenseIndex | None,
         splade: SpladeIndex | None,
         texts: PackedStrings,
+        titles: PackedStrings,
     ) -> None:
         """Private: use ``build`` or ``load``."""
         self._bm25 = bm25
         self._dense = dense
         self._splade = splade
         self._texts = texts
+        self._titles = titles
         first = next(leg for leg in (bm25, dense, splade) if leg is not None)
         self._doc_ids = first.doc_ids
         self._reranker: CrossEncoder | None = None
@@ -145,6 +149,7 @@ class HybridIndex:
         chosen = _check_retrievers(retrievers)
         documents = list(corpus)
         texts = [document_text(doc, i)[0] for i, doc in enumerate(documents)]
+        titles = [document_title(doc) for doc in documents]
         if "dense" in chosen or "splade" in chosen:
             check_texts(texts, "document")  # blank documents fail before any encoding
         bm25 = dense = splade = None
@@ -169,7 +174,13 @@ class HybridIndex:
                 num_threads=num_threads,
                 show_progress=show_progress,
             )
-        engine = cls(bm25, dense, splade, PackedStrings.from_strings(texts))
+        engine = cls(
+            bm25,
+            dense,
+            splade,
+            PackedStrings.from_strings(texts),
+            PackedStrings.from_strings(titles),
+        )
         return engine if reranker is None else engine.with_reranker(reranker)
 
     def with_reranker(self, reranker: CrossEncoder | None) -> HybridIndex:
@@ -213,6 +224,12 @@ class HybridIndex:
     def texts(self) -> PackedStrings:
         """The text of every document (title and text), as the cross-encoder reads it."""
         return self._texts
+
+    @property
+    def titles(self) -> PackedStrings:
+        """The title of every document, ``""`` where it has none (``texts`` starts with the
+        title and a space where it has one)."""
+        return self._titles
 
     @property
     def retrievers(self) -> tuple[str, ...]:
@@ -373,7 +390,7 @@ class HybridIndex:
             FORMAT,
             FORMAT_VERSION,
             metadata,
-            self._texts.arrays("text"),
+            {**self._texts.arrays("text"), **self._titles.arrays("title")},
             directories=directories,
         )
 
@@ -415,6 +432,7 @@ class HybridIndex:
             chosen = _check_retrievers(manifest["retrievers"])
             n_docs = int(manifest["num_documents"])
             texts = PackedStrings.from_arrays(arrays, n_docs, "text")
+            titles = PackedStrings.from_arrays(arrays, n_docs, "title")
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(
                 f"{path}: bad manifest entry ({exc}); rebuild the index"
@@ -441,7 +459,7 @@ class HybridIndex:
                     f"{path}: a leg holds {len(leg.doc_ids)} documents, the manifest {n_docs}; "
                     "rebuild the index"
                 )
-        engine = cls(bm25, dense, splade, texts)
+        engine = cls(bm25, dense, splade, texts, titles)
         return engine if reranker is None else engine.with_reranker(reranker)
 
 

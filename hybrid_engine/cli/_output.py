@@ -1,0 +1,127 @@
+"""What the commands print: metric tables, and search hits as a listing or as JSON lines."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.results import SearchResult
+
+SNIPPET_CHARS = 160
+"""Characters of a hit's text shown in a listing (one line)."""
+LABEL_WIDTH = 12
+"""Width of a table's first column, the row's name."""
+
+
+def print_table(rows: Mapping[str, Mapping[str, float]], columns: list[str] | None = None) -> None:
+    """One line per row, a header of ``columns`` above them.
+
+    Parameters
+    ----------
+    rows : mapping of str to mapping of str to float
+        Row name (a retriever) to its values by column.
+    columns : list of str, optional
+        Columns in order; the first row's keys when None. A row without a column shows ``-``.
+    """
+    if columns is None:
+        columns = list(next(iter(rows.values())))
+    widths = {c: max(len(c), 8) + 2 for c in columns}
+    header = f"{'retriever':<{LABEL_WIDTH}}" + "".join(f"{c:>{widths[c]}}" for c in columns)
+    print(header)
+    print("-" * len(header))
+    for name, values in rows.items():
+        cells = "".join(
+            f"{values[c]:>{widths[c]}.{_digits(c)}f}" if c in values else f"{'-':>{widths[c]}}"
+            for c in columns
+        )
+        print(f"{name:<{LABEL_WIDTH}}{cells}")
+
+
+def print_eval_tables(rows: Mapping[str, Mapping[str, float]]) -> None:
+    """``eval``'s rows (``RetrieverReport.to_dict``): quality, throughput and whole-call
+    latency; then per-stage latency of the rows that have stages."""
+    every_column = dict.fromkeys(c for row in rows.values() for c in row)
+    stage_columns = [c for c in every_column if c.endswith(("_p50_ms", "_p95_ms"))]
+    main_columns = [c for c in next(iter(rows.values())) if c not in stage_columns]
+    print_table(rows, main_columns)
+    staged = {name: row for name, row in rows.items() if any(c in row for c in stage_columns)}
+    if staged:
+        print("\nper-stage latency, one query per call (ms)")
+        print_table(staged, stage_columns)
+
+
+def _digits(column: str) -> int:
+    """Decimals shown: 1 for throughput, 2 for milliseconds, 4 for quality metrics."""
+    return 1 if column == "queries_per_s" else 2 if column.endswith("_ms") else 4
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search hit as the commands show it.
+
+    Attributes
+    ----------
+    id : str
+        The document's ``_id``.
+    score : float
+        The engine's score (fused, or reranked).
+    title : str
+        The document's title, ``""`` where it has none.
+    text : str
+        The document's text without its title.
+    """
+
+    id: str
+    score: float
+    title: str
+    text: str
+
+
+def hits_of(engine: HybridIndex, result: SearchResult, row: int = 0) -> list[Hit]:
+    """The hits of query ``row`` of ``result`` (an ``engine.search`` result), padding dropped."""
+    hits = []
+    for position, score in zip(result.ids[row], result.scores[row], strict=True):
+        if position < 0:
+            break  # padding comes last
+        title = engine.titles[int(position)]
+        text = engine.texts[int(position)]
+        if title and text.startswith(f"{title} "):
+            text = text[len(title) + 1 :]
+        hits.append(Hit(engine.doc_ids[int(position)], float(score), title, text))
+    return hits
+
+
+def one_line(text: str, limit: int | None = None) -> str:
+    """``text`` with every run of whitespace as one space, cut to ``limit`` characters (an
+    ellipsis ending the cut)."""
+    line = " ".join(text.split())
+    if limit is not None and len(line) > limit:
+        line = line[: limit - 1].rstrip() + "…"
+    return line
+
+
+def format_timings(timings: Mapping[str, float]) -> str:
+    """Milliseconds per stage, e.g. ``"bm25 0.4 ms, dense 6.1 ms, total 6.9 ms"``."""
+    return ", ".join(f"{stage} {ms:.1f} ms" for stage, ms in timings.items())
+
+
+def print_hits(query: str, hits: list[Hit], timings: Mapping[str, float]) -> None:
+    """A listing: the query and its stage timings, then per hit its rank, id, score and
+    title, and a one-line snippet of its text."""
+    print(f"\nquery: {query}\n  ({format_timings(timings)})")
+    if not hits:
+        print("  (no document holds any query term)")
+    for rank, hit in enumerate(hits, 1):
+        print(f"  {rank:>3}. {hit.id:<12} {hit.score:8.4f}  {one_line(hit.title)}".rstrip())
+        print(f"       {one_line(hit.text, SNIPPET_CHARS)}")
+
+
+def hits_json(query: str, hits: list[Hit], timings: Mapping[str, float]) -> str:
+    """One query's hits as one line of JSON: ``{"query", "hits": [{"id", "score", "title",
+    "text"}], "timings_ms": {stage: ms}}``."""
+    return json.dumps(
+        {"query": query, "hits": [asdict(hit) for hit in hits], "timings_ms": dict(timings)},
+        ensure_ascii=False,
+    )

@@ -1,0 +1,82 @@
+"""``hybrid-engine eval DATASET``: score retrievers on a BEIR-layout dataset (the ablation)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from hybrid_engine.cli._output import print_eval_tables
+from hybrid_engine.evaluation import load_beir
+from hybrid_engine.evaluation.plot import plot_quality_latency
+from hybrid_engine.evaluation.runner import (
+    RETRIEVERS,
+    BuildOptions,
+    evaluate_retriever,
+    load_reranker,
+    parse_retrievers,
+)
+from hybrid_engine.models.store import models_dir
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``eval`` to the ``hybrid-engine`` subparsers."""
+    p = subparsers.add_parser("eval", help="score retrievers on a BEIR-layout dataset")
+    p.add_argument("dataset", help="folder with corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    p.add_argument(
+        "--retriever",
+        default="bm25",
+        help=f"comma-separated, from {sorted(RETRIEVERS)}; hybrid fuses bm25 and dense, "
+        "hybrid3 bm25, dense and splade, rerank reranks hybrid's top 30 with --reranker "
+        "(default: bm25)",
+    )
+    p.add_argument("--split", default="test")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    p.add_argument("--plot", metavar="FILE", help="also write a PNG of nDCG@10 against p95 latency")
+    p.add_argument(
+        "--reranker",
+        default=None,
+        help="the rerank configuration's cross-encoder: a prepared folder or its name in "
+        f"{models_dir()}",
+    )
+    p.add_argument("--rerank-variant", choices=("int8", "fp32"), default="int8")
+    p.add_argument(
+        "--rerank-max-length",
+        type=int,
+        default=None,
+        help="tokens per (query, passage) pair (default: the model's)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build and score each retriever; print the tables, write the JSON and plot if asked."""
+    names = parse_retrievers(args.retriever)  # before loading: a typo fails at once
+    options = BuildOptions(
+        num_threads=args.threads,
+        show_progress=not args.quiet,
+        reranker=args.reranker,
+        rerank_variant=args.rerank_variant,
+        rerank_max_length=args.rerank_max_length,
+    )
+    if "rerank" in names:
+        load_reranker(options)  # a missing or wrong model fails before any indexing
+    dataset = load_beir(args.dataset, args.split)
+    rows = {name: evaluate_retriever(dataset, name, options=options).to_dict() for name in names}
+    print(
+        f"{dataset.name} ({args.split}: {len(dataset.queries)} queries, "
+        f"{len(dataset.corpus)} documents)"
+    )
+    print_eval_tables(rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
+    if args.plot:
+        plot_quality_latency(
+            rows, args.plot, title=f"{dataset.name} ({args.split}): quality vs p95 latency"
+        )
+        print(f"wrote {args.plot}")
+    return 0

@@ -1,0 +1,112 @@
+"""``hybrid-engine index CORPUS OUT``: build the hybrid engine over a corpus and save it."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from hybrid_engine.cli._engine import LegOptions, add_variant_option, build_engine
+from hybrid_engine.evaluation import load_corpus
+from hybrid_engine.lexical.analysis import AnalyzerConfig
+from hybrid_engine.pipeline.engine import DEFAULT_RETRIEVERS, RETRIEVERS
+
+BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``index`` to the ``hybrid-engine`` subparsers."""
+    p = subparsers.add_parser(
+        "index", help="build the hybrid engine (BM25 + dense by default) over a corpus and save it"
+    )
+    p.add_argument("corpus", help="corpus.jsonl[.gz] ({_id, title, text} per line) or its folder")
+    p.add_argument("output", help="index directory to write (replaced atomically)")
+    p.add_argument(
+        "--retrievers",
+        default=",".join(DEFAULT_RETRIEVERS),
+        help=f"comma-separated legs, from {list(RETRIEVERS)} (default: %(default)s; "
+        "bm25 alone needs no model)",
+    )
+    add_variant_option(p, "bi-encoder variant of the dense leg (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
+    bm25 = p.add_argument_group("BM25 leg (default: the engine's)")
+    bm25.add_argument("--k1", type=float, default=None)
+    bm25.add_argument("--b", type=float, default=None)
+    bm25.add_argument("--method", default=None, choices=BM25_METHODS)
+    bm25.add_argument("--no-stopwords", action="store_true", help="keep English stopwords")
+    bm25.add_argument("--stemmer", choices=("english", "none"), default=None)
+    bm25.add_argument("--keep-accents", action="store_true", help="do not strip diacritics")
+    bm25.add_argument("--cjk", choices=("unigram", "bigram"), default=None)
+    dense = p.add_argument_group("dense leg (default: the engine's)")
+    dense.add_argument("--m", type=int, default=None, help="HNSW graph degree")
+    dense.add_argument(
+        "--ef-construction", type=int, default=None, help="HNSW build-time candidate list size"
+    )
+    p.set_defaults(func=run)
+
+
+def parse_retrievers(spec: str) -> list[str]:
+    """The legs of a comma-separated ``--retrievers`` value, e.g. ``"bm25,dense"``.
+
+    Raises
+    ------
+    ValueError
+        The list is empty or names an unknown leg (the message lists the known ones).
+    """
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    unknown = [name for name in names if name not in RETRIEVERS]
+    if unknown or not names:
+        raise ValueError(
+            f"--retrievers {spec!r}: unknown or no legs {unknown}; choose from {list(RETRIEVERS)}"
+        )
+    return names
+
+
+def leg_options(args: argparse.Namespace) -> LegOptions:
+    """The BM25 and dense build options given on the command line, by leg, named as in
+    ``BM25Index.build`` and ``DenseIndex.build`` (options left out are absent)."""
+    bm25: dict[str, Any] = {
+        name: value
+        for name, value in (("k1", args.k1), ("b", args.b), ("method", args.method))
+        if value is not None
+    }
+    analysis = (args.no_stopwords, args.keep_accents, args.stemmer, args.cjk)
+    if any(flag not in (None, False) for flag in analysis):
+        defaults = AnalyzerConfig()
+        bm25["analyzer"] = AnalyzerConfig(
+            stopwords=not args.no_stopwords,
+            stemmer=args.stemmer or defaults.stemmer,
+            strip_accents=not args.keep_accents,
+            cjk=args.cjk or defaults.cjk,
+        )
+    dense = {
+        name: value
+        for name, value in (("m", args.m), ("ef_construction", args.ef_construction))
+        if value is not None
+    }
+    return {leg: options for leg, options in (("bm25", bm25), ("dense", dense)) if options}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build and save the engine; print a one-line summary unless ``--quiet``."""
+    retrievers = parse_retrievers(args.retrievers)  # before reading: a typo fails at once
+    options = leg_options(args)
+    corpus = load_corpus(args.corpus)
+    start = time.perf_counter()
+    engine = build_engine(
+        corpus,
+        retrievers=retrievers,
+        variant=args.variant,
+        leg_options=options,
+        num_threads=args.threads,
+        show_progress=not args.quiet,
+    )
+    engine.save(args.output)
+    if not args.quiet:
+        model = f" ({args.variant} bi-encoder)" if "dense" in engine.retrievers else ""
+        print(
+            f"indexed {len(engine)} documents with {', '.join(engine.retrievers)}{model} in "
+            f"{time.perf_counter() - start:.2f}s -> {args.output}"
+        )
+    return 0

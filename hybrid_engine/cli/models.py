@@ -1,0 +1,107 @@
+"""``hybrid-engine models prepare | prepare-reranker | info``: prepare and inspect the ONNX
+models."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from hybrid_engine.models.store import (
+    BI_ENCODER,
+    SPLADE,
+    SPLADE_MODEL,
+    ModelInfo,
+    default_model_path,
+    models_dir,
+    read_model,
+)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``models`` and its own subcommands to the ``hybrid-engine`` subparsers."""
+    parser = subparsers.add_parser("models", help="prepare and inspect the ONNX models")
+    parser.set_defaults(func=run)
+    models = parser.add_subparsers(dest="models_command", required=True)
+    p = models.add_parser(
+        "prepare",
+        help="export the bi-encoder and the SPLADE model shipped in PyPI packages to ONNX "
+        "(needs the export extra)",
+    )
+    p.add_argument(
+        "--output", default=None, help=f"bi-encoder folder (default: {default_model_path()})"
+    )
+    p.add_argument(
+        "--splade-output",
+        default=None,
+        help=f"SPLADE model folder (default: {default_model_path(SPLADE_MODEL)})",
+    )
+    p.add_argument("--no-int8", action="store_true", help="skip the int8 variant")
+    p.add_argument("--force", action="store_true", help="prepare again if already prepared")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p = models.add_parser(
+        "prepare-reranker",
+        help="export a local BERT-style cross-encoder folder to ONNX (needs the export extra)",
+    )
+    p.add_argument(
+        "source",
+        help="local Hugging Face folder of a BertForSequenceClassification with one label",
+    )
+    p.add_argument(
+        "--name",
+        default=None,
+        help=f"model name, the folder under {models_dir()} (default: the source folder's name)",
+    )
+    p.add_argument("--no-int8", action="store_true", help="skip the int8 variant")
+    p.add_argument("--force", action="store_true", help="prepare again if already prepared")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p = models.add_parser("info", help="print prepared models' manifests (files checked)")
+    p.add_argument(
+        "path", nargs="?", default=None, help="model folder (default: both default models)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the ``models`` subcommand that ``args.models_command`` names."""
+    subcommands = {"prepare": _prepare, "prepare-reranker": _prepare_reranker, "info": _info}
+    return subcommands[args.models_command](args)
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    # Both need the export extra, so they are imported only here.
+    from hybrid_engine.models.export.bi_encoder import prepare_model
+    from hybrid_engine.models.export.splade import prepare_splade
+
+    log = (lambda message: None) if args.quiet else print
+    prepare_model(args.output, int8=not args.no_int8, force=args.force, log=log)
+    prepare_splade(args.splade_output, int8=not args.no_int8, force=args.force, log=log)
+    return 0
+
+
+def _prepare_reranker(args: argparse.Namespace) -> int:
+    # needs the export extra, only here
+    from hybrid_engine.models.export.cross_encoder import prepare_cross_encoder
+
+    log = (lambda message: None) if args.quiet else print
+    prepare_cross_encoder(
+        args.source, name=args.name, int8=not args.no_int8, force=args.force, log=log
+    )
+    return 0
+
+
+def _print_model(info: ModelInfo) -> None:
+    manifest = {key: value for key, value in info.manifest.items() if key != "files"}
+    manifest["files"] = {
+        name: entry["bytes"] for name, entry in sorted(info.manifest["files"].items())
+    }
+    print(f"{info.path}")
+    print(json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def _info(args: argparse.Namespace) -> int:
+    if args.path is not None:
+        _print_model(read_model(args.path))
+        return 0
+    for kind in (BI_ENCODER, SPLADE):
+        _print_model(read_model(kind=kind))
+    return 0
