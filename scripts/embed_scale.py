@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_common import load_scale_texts, read_jsonl
 
-from hybrid_engine.cli import DEFAULT_DATASET
+from hybrid_engine.cli.demo import DEFAULT_DATASET
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.models.bi_encoder import Encoder
 

@@ -35,7 +35,7 @@ from hybrid_engine import (
     SpladeIndex,
     fuse,
 )
-from hybrid_engine.cli import DEFAULT_DATASET
+from hybrid_engine.cli.demo import DEFAULT_DATASET
 from hybrid_engine.evaluation import Dataset, evaluate, load_beir, run_from_results
 from hybrid_engine.evaluation.runner import documents_with_text
 from hybrid_engine.pipeline.fusion import METHODS

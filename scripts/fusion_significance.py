@@ -18,7 +18,7 @@ import numpy as np
 import pytrec_eval
 
 from hybrid_engine import SearchResult, fuse
-from hybrid_engine.cli import DEFAULT_DATASET
+from hybrid_engine.cli.demo import DEFAULT_DATASET
 from hybrid_engine.evaluation import Dataset, load_beir, run_from_results
 from hybrid_engine.evaluation.runner import build_hybrid
 from hybrid_engine.pipeline.engine import DEFAULT_DEPTH

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from hybrid_engine import CrossEncoder, SearchResult, rerank
-from hybrid_engine.cli import DEFAULT_DATASET
+from hybrid_engine.cli.demo import DEFAULT_DATASET
 from hybrid_engine.corpus import document_text
 from hybrid_engine.evaluation import evaluate, load_beir
 from hybrid_engine.evaluation.metrics import run_from_results

@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from hybrid_engine.cli import DEFAULT_DATASET
+from hybrid_engine.cli.demo import DEFAULT_DATASET
 from hybrid_engine.corpus import document_text
 from hybrid_engine.evaluation import load_beir
 from hybrid_engine.evaluation.runner import build_hybrid, documents_with_text

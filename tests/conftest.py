@@ -81,7 +81,7 @@ def encoder(model_path: Path):  # type: ignore[no-untyped-def]
     """The default fp32 ``Encoder``, loaded once per session."""
     from hybrid_engine.models.bi_encoder import Encoder
 
-    return Encoder.load(model_path)
+    return Encoder.load(model_path, variant="fp32")
 
 
 def _export_extra(what: str):  # type: ignore[no-untyped-def]

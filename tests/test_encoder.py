@@ -146,9 +146,15 @@ def test_manifest_records_the_model(model_path: Path) -> None:
 
 
 def test_model_hash_identifies_variant(model_path: Path, encoder: Encoder) -> None:
-    assert Encoder.load(model_path).model_hash == encoder.model_hash
+    assert Encoder.load(model_path, variant="fp32").model_hash == encoder.model_hash
     if "int8" in read_model(model_path).variants:
         assert Encoder.load(model_path, variant="int8").model_hash != encoder.model_hash
+
+
+def test_default_variant_is_int8_when_prepared(model_path: Path) -> None:
+    """int8 is the default (docs/quantization.md); a folder without it falls back to fp32."""
+    expected = "int8" if "int8" in read_model(model_path).variants else "fp32"
+    assert Encoder.load(model_path).variant == expected
 
 
 def test_int8_stays_close(model_path: Path, encoder: Encoder, shared_data: Path) -> None:

@@ -75,7 +75,9 @@ def _bm25(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[s
     return (lambda queries, k: index.search(queries, k, num_threads=threads)), index.doc_ids
 
 
-def _dense(variant: str) -> Builder:
+def _dense(variant: str | None) -> Builder:
+    """The dense retriever with the bi-encoder's ``variant`` (None: its default, int8)."""
+
     def build(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:
         index = _dense_index(
             documents_with_text(dataset), variant, options.num_threads, options.show_progress
@@ -86,7 +88,7 @@ def _dense(variant: str) -> Builder:
 
 
 def _dense_index(
-    corpus: list[dict[str, str]], variant: str, num_threads: int | None, show_progress: bool
+    corpus: list[dict[str, str]], variant: str | None, num_threads: int | None, show_progress: bool
 ) -> DenseIndex:
     return DenseIndex.build(
         corpus,
@@ -112,9 +114,9 @@ def build_hybrid(
     show_progress: bool = False,
     retrievers: Sequence[str] = ("bm25", "dense"),
 ) -> HybridIndex:
-    """The ``hybrid`` retriever's index: BM25 and fp32 dense (plus fp32 SPLADE when
-    ``retrievers`` names it) over the documents with text, corpus embeddings through the
-    default ``EmbeddingCache``."""
+    """The ``hybrid`` retriever's index: BM25 and dense with the default (int8) bi-encoder
+    (plus fp32 SPLADE when ``retrievers`` names it) over the documents with text, corpus
+    embeddings through the default ``EmbeddingCache``."""
     return HybridIndex.build(
         documents_with_text(dataset),
         retrievers=retrievers,
@@ -176,8 +178,8 @@ def load_reranker(options: BuildOptions) -> CrossEncoder:
 
 RETRIEVERS: dict[str, Builder] = {
     "bm25": _bm25,
-    "dense": _dense("fp32"),
-    "dense-int8": _dense("int8"),
+    "dense": _dense(None),
+    "dense-fp32": _dense("fp32"),
     "splade": _splade,
     "hybrid": _hybrid(("bm25", "dense")),
     "hybrid3": _hybrid(("bm25", "dense", "splade")),

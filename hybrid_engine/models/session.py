@@ -97,6 +97,8 @@ class TextModel(OnnxModel):
     each text at the manifest's ``max_length``. Subclasses name their ``kind``."""
 
     kind: ClassVar[str]
+    preferred_variant: ClassVar[str] = "fp32"
+    """The variant ``load`` takes when given none and the folder has it (else fp32)."""
 
     def __init__(self, info: ModelInfo, variant: str, num_threads: int | None) -> None:
         """Private: use ``load``."""
@@ -108,7 +110,7 @@ class TextModel(OnnxModel):
         cls: type[_Model],
         path: str | os.PathLike[str] | None = None,
         *,
-        variant: str = "fp32",
+        variant: str | None = None,
         num_threads: int | None = None,
     ) -> _Model:
         """Load a prepared model folder.
@@ -118,9 +120,10 @@ class TextModel(OnnxModel):
         path : path-like, optional
             The folder, or the name of a model prepared into ``store.models_dir()``; the
             default model of this kind (``store.DEFAULT_MODELS``) when None.
-        variant : {"fp32", "int8"}
+        variant : {"fp32", "int8"}, optional
             The full-precision graph, or dynamically quantized int8 weights (faster, slightly
-            different outputs: see docs/quantization.md for the measured quality).
+            different outputs: see docs/quantization.md for the measured quality). None: the
+            class's ``preferred_variant`` when the folder has it, else fp32.
         num_threads : int, optional
             ONNX Runtime intra-op threads; all cores when None.
 
@@ -133,7 +136,10 @@ class TextModel(OnnxModel):
             The folder is corrupt (a sha256 mismatch, say), incomplete, or holds another kind
             of model.
         """
-        return cls(read_model(path, kind=cls.kind), variant, num_threads)
+        info = read_model(path, kind=cls.kind)
+        if variant is None:
+            variant = cls.preferred_variant if cls.preferred_variant in info.variants else "fp32"
+        return cls(info, variant, num_threads)
 
     @property
     def max_length(self) -> int:

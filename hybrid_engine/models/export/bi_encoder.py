@@ -71,7 +71,7 @@ def _check_against_torch(source: Path, staged: Path, max_length: int) -> float:
     transformers = require("transformers")
     from hybrid_engine.models.bi_encoder import Encoder
 
-    ours = Encoder.load(staged).encode(list(CHECK_TEXTS))
+    ours = Encoder.load(staged, variant="fp32").encode(list(CHECK_TEXTS))
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
     model = transformers.AutoModel.from_pretrained(str(source)).eval()
     batch = tokenizer(
