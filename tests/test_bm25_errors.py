@@ -103,14 +103,21 @@ def test_corpus_of_empty_and_stopword_documents() -> None:
 
 
 @pytest.mark.parametrize("query", ["", " ", "\t\n\r ", "\u00a0\u2003\u3000"])
-def test_empty_or_whitespace_query(index: BM25Index, query: str) -> None:
-    with pytest.raises(ValueError, match="query 0 is empty or whitespace only"):
-        index.search(query)
+def test_blank_query_has_no_hits(index: BM25Index, query: str) -> None:
+    """A blank query is a valid query that matches nothing, like an all-stopword one."""
+    result = index.search(query, 3)
+    assert np.all(result.ids == -1) and np.all(result.scores == -np.inf)
 
 
-def test_empty_query_in_a_batch_is_located(index: BM25Index) -> None:
-    with pytest.raises(ValueError, match="query 2 is empty or whitespace only"):
-        index.search(["quick", "fox", "  "])
+def test_blank_queries_in_a_batch_get_empty_rows(index: BM25Index) -> None:
+    queries = ["quick", "", "fox dog", " \u3000 "]
+    result = index.search(queries, 4)
+    oracle, analyzer = oracle_for(index, CORPUS)
+    compare_with_oracle(result, oracle, [analyzer.analyze(q) for q in queries], 4)
+    assert np.all(result.ids[[1, 3]] == -1)
+    alone = index.search(["quick", "fox dog"], 4)
+    np.testing.assert_array_equal(result.ids[[0, 2]], alone.ids)
+    np.testing.assert_array_equal(result.scores[[0, 2]], alone.scores)
 
 
 @pytest.mark.parametrize("bad, name", [(3, "int"), (None, "NoneType"), (b"fox", "bytes")])

@@ -257,7 +257,8 @@ class BM25Index:
         k : int
             Hits per query, >= 1. Rows are padded (id -1, score -inf) when fewer documents
             hold any query term, e.g. ``k`` above the number of documents, or a query made only
-            of unknown words or stopwords.
+            of unknown words or stopwords; an empty or blank query is such a query (its row is
+            all padding), in a batch too.
         num_threads : int, optional
             Threads scoring the batch; when None, up to all cores for large batches (one per
             32 queries).
@@ -270,7 +271,7 @@ class BM25Index:
         Raises
         ------
         ValueError
-            ``k < 1``, or a query that is empty or whitespace only.
+            ``k < 1``.
         TypeError
             A query that is not ``str``.
         """
