@@ -1,14 +1,7 @@
 """The hybrid engine: BM25, dense and learned-sparse (SPLADE) retrieval over one corpus,
 fused, optionally reranked by a cross-encoder and diversified.
 
-Saved as one directory (``storage.write_index_dir``)::
-
-    manifest.json     format "hybrid_engine.hybrid", the retrievers, the document count
-    text_bytes.npy    the documents' text (title and text), what a cross-encoder reads,
-    text_offsets.npy  packed as in ``packed``
-    bm25/             a BM25Index directory
-    dense/            a DenseIndex directory
-    splade/           a SpladeIndex directory
+The legs are built in ``legs``; the saved directory is ``engine_format``'s.
 """
 
 from __future__ import annotations
@@ -19,32 +12,25 @@ import time
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from hybrid_engine.checks import check_texts
 from hybrid_engine.corpus import DocIds, Document, document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
-from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.packed import PackedStrings
+from hybrid_engine.pipeline.engine_format import read_engine, write_engine
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
+from hybrid_engine.pipeline.legs import DEFAULT_RETRIEVERS, Legs, build_legs, check_retrievers
 from hybrid_engine.pipeline.mmr import mmr as mmr_rerank
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
 from hybrid_engine.pipeline.rerank import rerank as rerank_hits
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.results import SearchResult
 from hybrid_engine.sparse.index import SpladeIndex
-from hybrid_engine.storage import read_index_dir, write_index_dir
 
-FORMAT = "hybrid_engine.hybrid"
-FORMAT_VERSION = 2
-RETRIEVERS = ("bm25", "dense", "splade")
-"""Retrievers a ``HybridIndex`` can combine, in the order of their legs (and fusion weights)."""
-DEFAULT_RETRIEVERS = ("bm25", "dense")
-"""The retrievers of ``HybridIndex.build`` by default."""
 DEFAULT_DEPTH = 100
 """Hits each retriever hands to fusion."""
 
@@ -123,8 +109,8 @@ class HybridIndex:
             indexes the same documents). Every document needs some text when ``"dense"`` or
             ``"splade"`` is used.
         retrievers : sequence of {"bm25", "dense", "splade"}
-            Any of them; legs are kept in the order of ``RETRIEVERS`` whatever the order here.
-            Default ``DEFAULT_RETRIEVERS``.
+            Any of them; legs are kept in the order of ``legs.RETRIEVERS`` whatever the order
+            here. Default ``legs.DEFAULT_RETRIEVERS``.
         encoder : TextEncoder, optional
             For ``"dense"``; the default ``Encoder.load()`` when None.
         splade_encoder : SparseEncoder, optional
@@ -142,33 +128,20 @@ class HybridIndex:
         ValueError
             No or unknown retrievers, or what the retrievers' ``build`` raises.
         """
-        chosen = _check_retrievers(retrievers)
+        chosen = check_retrievers(retrievers)
         documents = list(corpus)
         texts = [document_text(doc, i)[0] for i, doc in enumerate(documents)]
         if "dense" in chosen or "splade" in chosen:
             check_texts(texts, "document")  # blank documents fail before any encoding
-        bm25 = dense = splade = None
-        if "bm25" in chosen:
-            bm25 = BM25Index.build(documents, num_threads=num_threads, show_progress=show_progress)
-        if "dense" in chosen:
-            if encoder is None:
-                from hybrid_engine.models.bi_encoder import Encoder
-
-                encoder = Encoder.load(num_threads=num_threads)
-            dense = DenseIndex.build(
-                documents,
-                encoder=encoder,
-                embedding_cache=embedding_cache,
-                num_threads=num_threads,
-                show_progress=show_progress,
-            )
-        if "splade" in chosen:
-            splade = SpladeIndex.build(
-                documents,
-                encoder=splade_encoder,
-                num_threads=num_threads,
-                show_progress=show_progress,
-            )
+        bm25, dense, splade = build_legs(
+            documents,
+            chosen,
+            encoder=encoder,
+            splade_encoder=splade_encoder,
+            embedding_cache=embedding_cache,
+            num_threads=num_threads,
+            show_progress=show_progress,
+        )
         engine = cls(bm25, dense, splade, PackedStrings.from_strings(texts))
         return engine if reranker is None else engine.with_reranker(reranker)
 
@@ -217,10 +190,7 @@ class HybridIndex:
     @property
     def retrievers(self) -> tuple[str, ...]:
         """The retrievers this index combines."""
-        legs = (self._bm25, self._dense, self._splade)
-        return tuple(
-            name for name, index in zip(RETRIEVERS, legs, strict=True) if index is not None
-        )
+        return Legs(self._bm25, self._dense, self._splade).retrievers
 
     @property
     def bm25(self) -> BM25Index | None:
@@ -359,23 +329,9 @@ class HybridIndex:
         return HybridResult(result.ids[:, : int(k)], result.scores[:, : int(k)], timings)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to directory ``path`` atomically, every leg inside it."""
-        directories = {}
-        if self._bm25 is not None:
-            directories["bm25"] = self._bm25.save
-        if self._dense is not None:
-            directories["dense"] = self._dense.save
-        if self._splade is not None:
-            directories["splade"] = self._splade.save
-        metadata = {"retrievers": list(self.retrievers), "num_documents": len(self)}
-        write_index_dir(
-            path,
-            FORMAT,
-            FORMAT_VERSION,
-            metadata,
-            self._texts.arrays("text"),
-            directories=directories,
-        )
+        """Write the index to directory ``path`` atomically, every leg inside it (layout in
+        ``engine_format``)."""
+        write_engine(path, Legs(self._bm25, self._dense, self._splade), self._texts)
 
     @classmethod
     def load(
@@ -410,45 +366,12 @@ class HybridIndex:
         IndexFormatError
             A missing, corrupt or foreign directory, or legs that disagree.
         """
-        manifest, arrays = read_index_dir(path, FORMAT, FORMAT_VERSION, mmap=mmap)
-        try:
-            chosen = _check_retrievers(manifest["retrievers"])
-            n_docs = int(manifest["num_documents"])
-            texts = PackedStrings.from_arrays(arrays, n_docs, "text")
-        except (KeyError, TypeError, ValueError) as exc:
-            raise IndexFormatError(
-                f"{path}: bad manifest entry ({exc}); rebuild the index"
-            ) from None
-        root = Path(path)
-        bm25 = BM25Index.load(root / "bm25", mmap=mmap) if "bm25" in chosen else None
-        dense = None
-        if "dense" in chosen:
-            if encoder is None:
-                from hybrid_engine.models.bi_encoder import Encoder
-
-                encoder = Encoder.load(num_threads=num_threads)
-            dense = DenseIndex.load(root / "dense", encoder=encoder, mmap=mmap)
-        splade = None
-        if "splade" in chosen:
-            if splade_encoder is None:
-                from hybrid_engine.models.splade import SpladeEncoder
-
-                splade_encoder = SpladeEncoder.load(num_threads=num_threads)
-            splade = SpladeIndex.load(root / "splade", encoder=splade_encoder, mmap=mmap)
-        for leg in (bm25, dense, splade):
-            if leg is not None and len(leg.doc_ids) != n_docs:
-                raise IndexFormatError(
-                    f"{path}: a leg holds {len(leg.doc_ids)} documents, the manifest {n_docs}; "
-                    "rebuild the index"
-                )
-        engine = cls(bm25, dense, splade, texts)
+        legs, texts = read_engine(
+            path,
+            encoder=encoder,
+            splade_encoder=splade_encoder,
+            num_threads=num_threads,
+            mmap=mmap,
+        )
+        engine = cls(*legs, texts)
         return engine if reranker is None else engine.with_reranker(reranker)
-
-
-def _check_retrievers(retrievers: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(retrievers, str):
-        retrievers = [retrievers]
-    unknown = [r for r in retrievers if r not in RETRIEVERS]
-    if unknown or not retrievers:
-        raise ValueError(f"unknown retriever(s) {unknown or retrievers}; choose from {RETRIEVERS}")
-    return tuple(r for r in RETRIEVERS if r in retrievers)
