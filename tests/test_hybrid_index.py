@@ -55,6 +55,26 @@ def test_timings_and_mmr(engine: HybridIndex) -> None:
     np.testing.assert_array_equal(diverse.ids, expected.ids)
 
 
+def test_mmr_picks_k_from_at_least_k_candidates(engine: HybridIndex) -> None:
+    """k above mmr_candidates: MMR picks k of the fused top max(k, mmr_candidates), so every
+    row is full; with lambda 1 its order is the candidates' dense relevance (brute force)."""
+    k = len(CORPUS)  # 40, above the default mmr_candidates of 30
+    result = engine.search(QUERIES, k, mmr=1.0)
+    assert result.ids.shape == (len(QUERIES), k)
+    assert np.all(result.ids >= 0), "a row came back short of k hits"
+    fused = engine.search(QUERIES, k)
+    query_vectors = HashingEncoder().encode(QUERIES).astype(np.float64)
+    doc_vectors = engine.dense.vectors.astype(np.float64)
+    for row, query in enumerate(query_vectors):
+        pool = fused.ids[row][fused.ids[row] >= 0]
+        relevance = (doc_vectors[pool] @ query).astype(np.float32)
+        order = np.lexsort((pool, -relevance))
+        np.testing.assert_array_equal(result.ids[row], pool[order])
+        np.testing.assert_array_equal(result.scores[row], relevance[order])
+    with pytest.raises(ValueError, match="mmr_candidates must be an int >= 1, got 0"):
+        engine.search(QUERIES, 5, mmr=0.5, mmr_candidates=0)
+
+
 def test_single_retriever(engine: HybridIndex) -> None:
     only_bm25 = HybridIndex.build(CORPUS, retrievers=["bm25"])
     result = only_bm25.search(QUERIES, 5, fusion="rrf")

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hybrid_engine.checks import check_texts
+from hybrid_engine.checks import check_int, check_k, check_texts
 from hybrid_engine.corpus import DocIds, Document, document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
@@ -256,8 +256,12 @@ class HybridIndex:
             ``rerank.rerank``'s blend weight of the cross-encoder against the fused rank;
             None uses what the reranker's validation chose.
         mmr : float, optional
-            MMR's lambda in ``[0, 1]`` (needs the dense leg): the top ``mmr_candidates`` (after
-            fusion and reranking) are re-ordered by maximal marginal relevance. None: no MMR.
+            MMR's lambda in ``[0, 1]`` (needs the dense leg): ``k`` hits are picked by maximal
+            marginal relevance (``mmr.mmr``) from the top ``max(k, mmr_candidates)`` after
+            fusion and reranking. None: no MMR.
+        mmr_candidates : int
+            Candidates MMR picks from, >= 1; at least ``k`` are used, so a row is short of
+            ``k`` hits only when fewer documents were retrieved.
         num_threads : int, optional
             Threads of the BM25, dense and SPLADE searches. The ONNX models run in the threads
             they were loaded with (``Encoder.load(num_threads=...)``, or ``num_threads`` of
@@ -288,9 +292,9 @@ class HybridIndex:
         reranking = rerank is not None and self._verdict is not None and self._verdict.use
         timings: dict[str, float] = {}
         start = time.perf_counter()
-        candidates = max(
-            int(k), mmr_candidates if mmr is not None else 0, int(rerank or 0) if reranking else 0
-        )
+        k = check_k(k)
+        pool = max(k, check_int("mmr_candidates", mmr_candidates, 1))  # MMR picks k of these
+        candidates = max(pool if mmr is not None else k, int(rerank or 0) if reranking else 0)
         width = max(candidates, int(depth))
         legs: list[SearchResult] = []
         if self._bm25 is not None:
@@ -322,11 +326,11 @@ class HybridIndex:
             timings["rerank"] = (time.perf_counter() - tick) * 1000
         if mmr is not None and self._dense is not None:
             tick = time.perf_counter()
-            head = SearchResult(result.ids[:, :mmr_candidates], result.scores[:, :mmr_candidates])
-            result = mmr_rerank(head, query_vectors, self._dense.vectors, int(k), lambda_=mmr)
+            head = SearchResult(result.ids[:, :pool], result.scores[:, :pool])
+            result = mmr_rerank(head, query_vectors, self._dense.vectors, k, lambda_=mmr)
             timings["mmr"] = (time.perf_counter() - tick) * 1000
         timings["total"] = (time.perf_counter() - start) * 1000
-        return HybridResult(result.ids[:, : int(k)], result.scores[:, : int(k)], timings)
+        return HybridResult(result.ids[:, :k], result.scores[:, :k], timings)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the index to directory ``path`` atomically, every leg inside it (layout in
