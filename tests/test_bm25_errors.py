@@ -126,10 +126,25 @@ def test_non_str_query_names_its_index(index: BM25Index, bad, name: str) -> None
         index.search(["quick", bad, "fox"])
 
 
-@pytest.mark.parametrize("queries", [None, 5, {"quick"}, np.array(["quick"])])
+@pytest.mark.parametrize("queries", [None, 5, {"quick"}, b"quick"])
 def test_queries_not_a_sequence(index: BM25Index, queries) -> None:
-    with pytest.raises(TypeError, match="queries must be a str or a sequence of str"):
+    with pytest.raises(TypeError, match="expected query texts as a str, a sequence of str"):
         index.search(queries)
+
+
+@pytest.mark.parametrize("queries", [np.array([["quick"]]), np.array([1.0, 2.0])])
+def test_queries_array_not_of_str(index: BM25Index, queries) -> None:
+    with pytest.raises(TypeError, match="must be 1-d of dtype str"):
+        index.search(queries)
+
+
+@pytest.mark.parametrize("dtype", [str, object])
+def test_numpy_array_of_queries_is_a_batch(index: BM25Index, dtype) -> None:
+    queries = ["quick fox", "", "lazy dog"]
+    expected = index.search(queries, 3)
+    got = index.search(np.array(queries, dtype=dtype), 3)
+    np.testing.assert_array_equal(got.ids, expected.ids)
+    np.testing.assert_array_equal(got.scores, expected.scores)
 
 
 def test_unknown_words_and_stopwords_give_padding_rows(index: BM25Index) -> None:

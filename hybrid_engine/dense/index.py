@@ -9,7 +9,7 @@ from typing import Any
 import hnswlib
 import numpy as np
 
-from hybrid_engine.checks import check_int, check_k, check_threads
+from hybrid_engine.checks import check_int, check_k, check_texts, check_threads, is_text_batch
 from hybrid_engine.corpus import DocIds, Document
 from hybrid_engine.dense import hnsw as _hnsw
 from hybrid_engine.dense import knn as _knn
@@ -306,25 +306,18 @@ class DenseIndex:
 
     def _query_matrix(self, queries: Any) -> np.ndarray:
         """Queries as prepared float32 rows: encoded texts, or checked vectors."""
-        if isinstance(queries, str):
-            queries = [queries]
-        if isinstance(queries, Sequence) and len(queries) == 0:
-            return np.empty((0, self.dim), dtype=np.float32)
-        if isinstance(queries, Sequence) and isinstance(queries[0], str):
-            for position, query in enumerate(queries):
-                if not isinstance(query, str):
-                    raise TypeError(
-                        f"query {position} is {type(query).__name__}; queries are either all "
-                        "str (texts) or a numeric array (vectors)"
-                    )
-            return encode_texts(
-                self._require_encoder("search text queries"),
-                list(queries),
-                self.dim,
-                _QUERY_BATCH,
-                self.metric,
-            )
-        return _vectors.prepare(queries, "query vectors", self.metric, self.dim)
+        if not is_text_batch(queries):
+            if isinstance(queries, Sequence) and len(queries) == 0:
+                return np.empty((0, self.dim), dtype=np.float32)
+            return _vectors.prepare(queries, "query vectors", self.metric, self.dim)
+        try:
+            texts = check_texts(queries, "query")
+        except TypeError as exc:
+            raise TypeError(
+                f"{exc}; queries are either all str (texts) or a numeric array (vectors)"
+            ) from None
+        encoder = self._require_encoder("search text queries")
+        return encode_texts(encoder, texts, self.dim, _QUERY_BATCH, self.metric)
 
     def search(
         self,
@@ -338,7 +331,7 @@ class DenseIndex:
 
         Parameters
         ----------
-        queries : str, sequence of str, or array-like
+        queries : str, sequence of str, 1-d numpy array of str, or array-like
             Query texts (encoded with the index's encoder), or query vectors of shape ``(dim,)``
             or ``(n_queries, dim)``, any real dtype (scaled to unit length under cosine).
         k : int

@@ -14,7 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hybrid_engine.checks import check_int, check_k, check_texts
+import numpy as np
+
+from hybrid_engine.checks import check_int, check_k, check_queries, check_texts
 from hybrid_engine.corpus import DocIds, Document, document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
@@ -220,7 +222,7 @@ class HybridIndex:
 
     def search(
         self,
-        queries: str | Sequence[str],
+        queries: str | Sequence[str] | np.ndarray,
         k: int = 10,
         *,
         fusion: str = DEFAULT_METHOD,
@@ -237,7 +239,7 @@ class HybridIndex:
 
         Parameters
         ----------
-        queries : str or sequence of str
+        queries : str, sequence of str or 1-d numpy array of str
             Query texts.
         k : int
             Hits per query (rows padded -1 / -inf as in every retriever).
@@ -278,8 +280,7 @@ class HybridIndex:
             Bad queries or parameters (as the stages raise them); ``mmr`` without the dense leg;
             ``rerank`` without a reranker.
         """
-        if isinstance(queries, str):
-            queries = [queries]
+        texts = check_queries(queries)
         if mmr is not None and self._dense is None:
             raise ValueError(
                 "mmr needs the dense retriever; build with retrievers=('bm25', 'dense')"
@@ -298,7 +299,7 @@ class HybridIndex:
         width = max(candidates, int(depth))
         legs: list[SearchResult] = []
         if self._bm25 is not None:
-            legs.append(self._bm25.search(queries, width, num_threads=num_threads))
+            legs.append(self._bm25.search(texts, width, num_threads=num_threads))
             timings["bm25"] = (time.perf_counter() - start) * 1000
         query_vectors: Any = None
         if self._dense is not None:
@@ -306,12 +307,12 @@ class HybridIndex:
             encoder = self._dense.encoder
             assert encoder is not None  # build and load always give the dense leg one
             # Encoded once here, so MMR reuses the vectors.
-            query_vectors = encoder.encode(list(queries))
+            query_vectors = encoder.encode(texts)
             legs.append(self._dense.search(query_vectors, width, num_threads=num_threads))
             timings["dense"] = (time.perf_counter() - tick) * 1000
         if self._splade is not None:
             tick = time.perf_counter()
-            legs.append(self._splade.search(queries, width, num_threads=num_threads))
+            legs.append(self._splade.search(texts, width, num_threads=num_threads))
             timings["splade"] = (time.perf_counter() - tick) * 1000
         tick = time.perf_counter()
         result = fuse(legs, candidates, method=fusion, weights=weights, depth=width)
@@ -321,7 +322,7 @@ class HybridIndex:
             tick = time.perf_counter()
             weight = blend if blend is not None else self._verdict.blend
             result = rerank_hits(
-                result, list(queries), self._texts, self._reranker, depth=rerank, blend=weight
+                result, texts, self._texts, self._reranker, depth=rerank, blend=weight
             )
             timings["rerank"] = (time.perf_counter() - tick) * 1000
         if mmr is not None and self._dense is not None:

@@ -196,7 +196,7 @@ class SpladeIndex:
 
     def search(
         self,
-        queries: str | Sequence[str] | SparseVectors,
+        queries: str | Sequence[str] | np.ndarray | SparseVectors,
         k: int = 10,
         *,
         num_threads: int | None = None,
@@ -205,7 +205,7 @@ class SpladeIndex:
 
         Parameters
         ----------
-        queries : str, sequence of str or SparseVectors
+        queries : str, sequence of str, 1-d numpy array of str, or SparseVectors
             One query or a batch, each non-blank, encoded by ``encoder``; or query vectors
             already encoded by it.
         k : int
