@@ -86,6 +86,12 @@ def check_queries(queries: str | Sequence[str] | np.ndarray, what: str = "query"
     return items
 
 
+def nonblank_rows(texts: Sequence[str]) -> np.ndarray:
+    """int64 positions of the texts that are not empty or whitespace only (``str.strip``):
+    the queries a retriever encodes; the blank ones get an all-padding row."""
+    return np.fromiter((i for i, text in enumerate(texts) if text.strip()), np.int64)
+
+
 def check_texts(texts: str | Sequence[str] | np.ndarray, what: str = "text") -> list[str]:
     """``texts`` as a list of non-blank ``str``, read as in ``check_queries``: what a model
     encodes or an index holds must have some text.

@@ -1,11 +1,12 @@
 """Every entry point that takes texts reads a batch the same way (``checks.check_queries``):
-a str, a list or tuple of str, or a 1-d numpy array of str gives the same result."""
+a str, a list or tuple of str, or a 1-d numpy array of str gives the same result; and every
+retriever gives a blank query of a batch an empty row, without encoding it."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from dense_oracle import HashingEncoder
+from dense_oracle import HashingEncoder, knn
 from sparse_oracle import HashingSparseEncoder
 
 from hybrid_engine import BM25Index, DenseIndex, HybridIndex, SearchResult, SpladeIndex, rerank
@@ -137,3 +138,92 @@ def test_cross_encoder_score(cross_encoder_path) -> None:
         model.score("cat on the mat", np.array(passages, dtype=object)),
         model.score(["cat on the mat"] * 3, passages),
     )
+
+
+# -- blank queries: an empty row each, the others as if searched alone ----------------------
+
+BATCH = ["cat on the mat", "", "river stone", " \t\u3000", "snow and wind fire"]
+ASKED = [0, 2, 4]
+BLANK = [1, 3]
+
+
+def assert_blank_rows_empty(result: SearchResult, alone: SearchResult) -> None:
+    assert np.all(result.ids[BLANK] == -1) and np.all(result.scores[BLANK] == -np.inf)
+    assert_same(SearchResult(result.ids[ASKED], result.scores[ASKED]), alone)
+
+
+class RecordingEncoder(HashingEncoder):
+    """A ``HashingEncoder`` that keeps every text it was asked to encode."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def encode(self, texts, *, batch_size: int = 32, show_progress: bool = False) -> np.ndarray:
+        self.texts.extend(texts)
+        return super().encode(texts, batch_size=batch_size, show_progress=show_progress)
+
+
+class RecordingSparseEncoder(HashingSparseEncoder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def encode(self, texts, *, show_progress: bool = False):
+        self.texts.extend(texts)
+        return super().encode(texts, show_progress=show_progress)
+
+
+def test_dense_blank_queries_get_empty_rows() -> None:
+    encoder = RecordingEncoder()
+    index = DenseIndex.build(CORPUS, encoder=encoder)
+    encoder.texts.clear()
+    result = index.search(BATCH, 5)
+    assert encoder.texts == [BATCH[i] for i in ASKED]  # blank queries are never encoded
+    alone = index.search([BATCH[i] for i in ASKED], 5)
+    assert_blank_rows_empty(result, alone)
+    ids, scores = knn(
+        HashingEncoder().encode(CORPUS),
+        HashingEncoder().encode([BATCH[i] for i in ASKED]),
+        5,
+        "cosine",
+    )
+    np.testing.assert_array_equal(alone.ids, ids)
+    np.testing.assert_allclose(alone.scores, scores, rtol=1e-6)
+    assert (index.search(["", " "], 3).ids == -1).all()
+
+
+def test_splade_blank_queries_get_empty_rows() -> None:
+    encoder = RecordingSparseEncoder()
+    index = SpladeIndex.build(CORPUS, encoder=encoder)
+    encoder.texts.clear()
+    result = index.search(BATCH, 5)
+    assert encoder.texts == [BATCH[i] for i in ASKED]
+    assert_blank_rows_empty(result, index.search([BATCH[i] for i in ASKED], 5))
+    assert (index.search([""], 3).ids == -1).all()
+
+
+class LengthScorer:
+    """A stand-in cross-encoder (no validation record): scores a pair by the passage's
+    length; refuses a blank query, as ``CrossEncoder.score`` does."""
+
+    name = "length-scorer"
+    training = None
+
+    def score(self, queries, passages) -> np.ndarray:
+        check_texts(queries, "query")
+        return np.array([len(p) for p in passages], np.float32)
+
+
+def test_hybrid_blank_queries_get_empty_rows_through_every_stage() -> None:
+    engine = HybridIndex.build(
+        CORPUS,
+        retrievers=("bm25", "dense", "splade"),
+        encoder=RecordingEncoder(),
+        splade_encoder=RecordingSparseEncoder(),
+    ).with_reranker(LengthScorer())  # type: ignore[arg-type]
+    asked = [BATCH[i] for i in ASKED]
+    for options in ({}, {"mmr": 0.5}, {"rerank": 10}, {"rerank": 10, "mmr": 0.7}):
+        result = engine.search(BATCH, 6, **options)
+        assert_blank_rows_empty(result, engine.search(asked, 6, **options))
+    assert (engine.search(["", "  "], 4, rerank=5, mmr=0.5).ids == -1).all()

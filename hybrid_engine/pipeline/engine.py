@@ -12,11 +12,10 @@ import time
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from hybrid_engine.checks import check_int, check_k, check_queries, check_texts
+from hybrid_engine.checks import check_int, check_k, check_queries, check_texts, nonblank_rows
 from hybrid_engine.corpus import DocIds, Document, document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
@@ -240,7 +239,8 @@ class HybridIndex:
         Parameters
         ----------
         queries : str, sequence of str or 1-d numpy array of str
-            Query texts.
+            Query texts. An empty or blank one is a query without hits: it is not encoded,
+            and its row is all padding.
         k : int
             Hits per query (rows padded -1 / -inf as in every retriever).
         fusion, weights : see ``fusion.fuse``
@@ -297,23 +297,9 @@ class HybridIndex:
         pool = max(k, check_int("mmr_candidates", mmr_candidates, 1))  # MMR picks k of these
         candidates = max(pool if mmr is not None else k, int(rerank or 0) if reranking else 0)
         width = max(candidates, int(depth))
-        legs: list[SearchResult] = []
-        if self._bm25 is not None:
-            legs.append(self._bm25.search(texts, width, num_threads=num_threads))
-            timings["bm25"] = (time.perf_counter() - start) * 1000
-        query_vectors: Any = None
-        if self._dense is not None:
-            tick = time.perf_counter()
-            encoder = self._dense.encoder
-            assert encoder is not None  # build and load always give the dense leg one
-            # Encoded once here, so MMR reuses the vectors.
-            query_vectors = encoder.encode(texts)
-            legs.append(self._dense.search(query_vectors, width, num_threads=num_threads))
-            timings["dense"] = (time.perf_counter() - tick) * 1000
-        if self._splade is not None:
-            tick = time.perf_counter()
-            legs.append(self._splade.search(texts, width, num_threads=num_threads))
-            timings["splade"] = (time.perf_counter() - tick) * 1000
+        # Blank queries get empty rows from every leg, so no stage after them sees them.
+        rows = nonblank_rows(texts)
+        legs, query_vectors = self._search_legs(texts, rows, width, num_threads, timings)
         tick = time.perf_counter()
         result = fuse(legs, candidates, method=fusion, weights=weights, depth=width)
         timings["fusion"] = (time.perf_counter() - tick) * 1000
@@ -327,11 +313,44 @@ class HybridIndex:
             timings["rerank"] = (time.perf_counter() - tick) * 1000
         if mmr is not None and self._dense is not None:
             tick = time.perf_counter()
-            head = SearchResult(result.ids[:, :pool], result.scores[:, :pool])
-            result = mmr_rerank(head, query_vectors, self._dense.vectors, k, lambda_=mmr)
+            head = SearchResult(result.ids[rows, :pool], result.scores[rows, :pool])
+            picks = mmr_rerank(head, query_vectors, self._dense.vectors, k, lambda_=mmr)
+            result = picks.scattered(rows, len(texts))
             timings["mmr"] = (time.perf_counter() - tick) * 1000
         timings["total"] = (time.perf_counter() - start) * 1000
         return HybridResult(result.ids[:, :k], result.scores[:, :k], timings)
+
+    def _search_legs(
+        self,
+        texts: list[str],
+        rows: np.ndarray,
+        width: int,
+        num_threads: int | None,
+        timings: dict[str, float],
+    ) -> tuple[list[SearchResult], np.ndarray]:
+        """Each leg's top ``width`` of the queries, and the dense query vectors of the
+        non-blank ones (``rows``; empty without the dense leg), kept for MMR."""
+        legs: list[SearchResult] = []
+        query_vectors = np.empty((0, 0), np.float32)
+        tick = time.perf_counter()
+        if self._bm25 is not None:
+            legs.append(self._bm25.search(texts, width, num_threads=num_threads))
+            timings["bm25"] = (time.perf_counter() - tick) * 1000
+        if self._dense is not None:
+            tick = time.perf_counter()
+            encoder = self._dense.encoder
+            assert encoder is not None  # build and load always give the dense leg one
+            query_vectors = np.empty((0, self._dense.dim), np.float32)
+            if len(rows):
+                query_vectors = encoder.encode([texts[row] for row in rows])
+            found = self._dense.search(query_vectors, width, num_threads=num_threads)
+            legs.append(found.scattered(rows, len(texts)))
+            timings["dense"] = (time.perf_counter() - tick) * 1000
+        if self._splade is not None:
+            tick = time.perf_counter()
+            legs.append(self._splade.search(texts, width, num_threads=num_threads))
+            timings["splade"] = (time.perf_counter() - tick) * 1000
+        return legs, query_vectors
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the index to directory ``path`` atomically, every leg inside it (layout in
