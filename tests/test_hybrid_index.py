@@ -167,12 +167,32 @@ def test_three_way_search_is_fusion_of_the_three_legs(engine3: HybridIndex) -> N
         SpladeIndex.build(CORPUS, encoder=HashingSparseEncoder()).search(QUERIES, 100),
     ]
     assert engine3.retrievers == ("bm25", "dense", "splade")
-    for method, weights in (("dbsf", None), ("rrf", None), ("rrf", [1.0, 0.5, 2.0])):
+    for method, weights, by_name in (
+        ("dbsf", None, None),
+        ("rrf", None, None),
+        ("rrf", [1.0, 0.5, 2.0], {"splade": 2.0, "bm25": 1.0, "dense": 0.5}),
+        ("dbsf", [1.0, 3.0, 1.0], {"dense": 3.0}),  # a retriever not named weighs 1
+    ):
         expected = fuse(legs, 10, method=method, weights=weights, depth=100)
-        got = engine3.search(QUERIES, 10, fusion=method, weights=weights)
+        got = engine3.search(QUERIES, 10, fusion=method, weights=by_name)
         np.testing.assert_array_equal(got.ids, expected.ids)
         np.testing.assert_array_equal(got.scores, expected.scores)
     assert set(got.timings) == {"bm25", "dense", "splade", "fusion", "total"}
+
+
+@pytest.mark.parametrize(
+    ("weights", "error", "match"),
+    [
+        ([1.0, 2.0], TypeError, r"weights must be a dict of retriever name to weight, e\.g\."),
+        ({"colbert": 1.0}, ValueError, r"\['colbert'\].*retrievers are \['bm25', 'dense'\]"),
+        ({"splade": 1.0}, ValueError, "does not combine"),
+        ({"dense": "2"}, TypeError, r"weights\['dense'\] is str, expected a number"),
+        ({"dense": -1.0}, ValueError, "weights must be finite, >= 0"),
+    ],
+)
+def test_bad_weights(engine: HybridIndex, weights, error, match: str) -> None:
+    with pytest.raises(error, match=match):
+        engine.search(QUERIES, 5, weights=weights)
 
 
 def test_three_way_save_load(engine3: HybridIndex, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import copy
 import os
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +24,13 @@ from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.packed import PackedStrings
 from hybrid_engine.pipeline.engine_format import read_engine, write_engine
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
-from hybrid_engine.pipeline.legs import DEFAULT_RETRIEVERS, Legs, build_legs, check_retrievers
+from hybrid_engine.pipeline.legs import (
+    DEFAULT_RETRIEVERS,
+    Legs,
+    build_legs,
+    check_retrievers,
+    leg_weights,
+)
 from hybrid_engine.pipeline.mmr import mmr as mmr_rerank
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
 from hybrid_engine.pipeline.rerank import rerank as rerank_hits
@@ -225,7 +231,7 @@ class HybridIndex:
         k: int = 10,
         *,
         fusion: str = DEFAULT_METHOD,
-        weights: Sequence[float] | None = None,
+        weights: Mapping[str, float] | None = None,
         depth: int = DEFAULT_DEPTH,
         rerank: int | None = None,
         blend: float | None = None,
@@ -243,8 +249,12 @@ class HybridIndex:
             and its row is all padding.
         k : int
             Hits per query (rows padded -1 / -inf as in every retriever).
-        fusion, weights : see ``fusion.fuse``
-            Weights in the order of ``retrievers``.
+        fusion : str
+            ``fusion.fuse``'s method.
+        weights : dict of str to float, optional
+            Fusion weight by retriever name (``retrievers``), e.g.
+            ``{"bm25": 1.0, "dense": 2.0}``; a retriever not named weighs 1.0. Finite, >= 0 and
+            not all 0 (``fusion.fuse``). None: 1.0 each.
         depth : int
             Hits each retriever hands to fusion (at least ``k`` is used).
         rerank : int, optional
@@ -278,9 +288,11 @@ class HybridIndex:
         ------
         ValueError, TypeError
             Bad queries or parameters (as the stages raise them); ``mmr`` without the dense leg;
-            ``rerank`` without a reranker.
+            ``rerank`` without a reranker; ``weights`` that name a retriever the index does
+            not combine (ValueError) or that are not a dict (TypeError).
         """
         texts = check_queries(queries)
+        by_leg = leg_weights(weights, self.retrievers)
         if mmr is not None and self._dense is None:
             raise ValueError(
                 "mmr needs the dense retriever; build with retrievers=('bm25', 'dense')"
@@ -301,7 +313,7 @@ class HybridIndex:
         rows = nonblank_rows(texts)
         legs, query_vectors = self._search_legs(texts, rows, width, num_threads, timings)
         tick = time.perf_counter()
-        result = fuse(legs, candidates, method=fusion, weights=weights, depth=width)
+        result = fuse(legs, candidates, method=fusion, weights=by_leg, depth=width)
         timings["fusion"] = (time.perf_counter() - tick) * 1000
         if reranking:
             assert rerank is not None and self._reranker is not None and self._verdict

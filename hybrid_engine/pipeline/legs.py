@@ -1,9 +1,10 @@
-"""The legs of a ``HybridIndex``: which retrievers it combines, and each one built over the
-same documents."""
+"""The legs of a ``HybridIndex``: which retrievers it combines, each one built over the same
+documents, and the fusion weights given by leg name."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from numbers import Real
 from typing import NamedTuple
 
 from hybrid_engine.corpus import Document
@@ -47,6 +48,40 @@ def check_retrievers(retrievers: Sequence[str]) -> tuple[str, ...]:
     if unknown or not retrievers:
         raise ValueError(f"unknown retriever(s) {unknown or retrievers}; choose from {RETRIEVERS}")
     return tuple(r for r in RETRIEVERS if r in retrievers)
+
+
+def leg_weights(
+    weights: Mapping[str, float] | None, retrievers: tuple[str, ...]
+) -> list[float] | None:
+    """Fusion weights by retriever name as ``fusion.fuse``'s sequence, in the order of
+    ``retrievers`` (an engine's legs); a retriever ``weights`` does not name weighs 1.0.
+
+    Raises
+    ------
+    TypeError
+        ``weights`` is not a mapping (a sequence is refused: say which leg each weight is
+        for), or a weight is not a number.
+    ValueError
+        A name that is not one of ``retrievers``.
+    """
+    if weights is None:
+        return None
+    example = dict(zip(retrievers, (1.0, 2.0, 1.0), strict=False))
+    if not isinstance(weights, Mapping):
+        raise TypeError(
+            f"weights must be a dict of retriever name to weight, e.g. weights={example} "
+            f"(retrievers not named weigh 1.0), got {type(weights).__name__}"
+        )
+    unknown = [name for name in weights if name not in retrievers]
+    if unknown:
+        raise ValueError(
+            f"weights names {unknown}, which this index does not combine; its retrievers are "
+            f"{list(retrievers)}"
+        )
+    for name, weight in weights.items():
+        if isinstance(weight, bool) or not isinstance(weight, Real):
+            raise TypeError(f"weights[{name!r}] is {type(weight).__name__}, expected a number")
+    return [float(weights.get(name, 1.0)) for name in retrievers]
 
 
 def build_legs(
