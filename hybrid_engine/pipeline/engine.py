@@ -1,21 +1,20 @@
 """The hybrid engine: BM25, dense and learned-sparse (SPLADE) retrieval over one corpus,
 fused, optionally reranked by a cross-encoder and diversified.
 
-The legs are built in ``legs``; the saved directory is ``engine_format``'s.
+The legs are built in ``legs``, a search's stages run in ``stages``, and the saved directory
+is ``engine_format``'s.
 """
 
 from __future__ import annotations
 
 import copy
 import os
-import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from hybrid_engine.checks import check_int, check_k, check_queries, check_texts, nonblank_rows
+from hybrid_engine.checks import check_int, check_k, check_queries, check_texts
 from hybrid_engine.corpus import DocIds, Document, document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
@@ -23,7 +22,7 @@ from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.packed import PackedStrings
 from hybrid_engine.pipeline.engine_format import read_engine, write_engine
-from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
+from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.legs import (
     DEFAULT_RETRIEVERS,
     Legs,
@@ -31,11 +30,9 @@ from hybrid_engine.pipeline.legs import (
     check_retrievers,
     leg_weights,
 )
-from hybrid_engine.pipeline.mmr import mmr as mmr_rerank
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
-from hybrid_engine.pipeline.rerank import rerank as rerank_hits
+from hybrid_engine.pipeline.stages import HybridResult, SearchPlan, run_search
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
-from hybrid_engine.results import SearchResult
 from hybrid_engine.sparse.index import SpladeIndex
 
 DEFAULT_DEPTH = 100
@@ -44,20 +41,6 @@ DEFAULT_DEPTH = 100
 
 class RerankerRefusedWarning(UserWarning):
     """A cross-encoder failed its validation gate; the engine serves the fused ranking."""
-
-
-@dataclass(frozen=True)
-class HybridResult(SearchResult):
-    """A ``SearchResult`` plus the wall-clock milliseconds of each stage of the call.
-
-    Attributes
-    ----------
-    timings : dict of str to float
-        ``"bm25"``, ``"dense"`` and ``"splade"`` (query encoding included) for the legs used,
-        ``"fusion"``, ``"rerank"`` and ``"mmr"`` (when used) and ``"total"``.
-    """
-
-    timings: dict[str, float] = field(default_factory=dict)
 
 
 class HybridIndex:
@@ -292,7 +275,7 @@ class HybridIndex:
             not combine (ValueError) or that are not a dict (TypeError).
         """
         texts = check_queries(queries)
-        by_leg = leg_weights(weights, self.retrievers)
+        plan_weights = leg_weights(weights, self.retrievers)
         if mmr is not None and self._dense is None:
             raise ValueError(
                 "mmr needs the dense retriever; build with retrievers=('bm25', 'dense')"
@@ -302,67 +285,22 @@ class HybridIndex:
                 "rerank needs a cross-encoder: pass reranker=CrossEncoder.load(...) to build or "
                 "load, or use engine.with_reranker(...)"
             )
-        reranking = rerank is not None and self._verdict is not None and self._verdict.use
-        timings: dict[str, float] = {}
-        start = time.perf_counter()
+        verdict = self._verdict if rerank is not None else None
+        reranking = verdict is not None and verdict.use  # refused: serve the fused ranking
         k = check_k(k)
-        pool = max(k, check_int("mmr_candidates", mmr_candidates, 1))  # MMR picks k of these
-        candidates = max(pool if mmr is not None else k, int(rerank or 0) if reranking else 0)
-        width = max(candidates, int(depth))
-        # Blank queries get empty rows from every leg, so no stage after them sees them.
-        rows = nonblank_rows(texts)
-        legs, query_vectors = self._search_legs(texts, rows, width, num_threads, timings)
-        tick = time.perf_counter()
-        result = fuse(legs, candidates, method=fusion, weights=by_leg, depth=width)
-        timings["fusion"] = (time.perf_counter() - tick) * 1000
-        if reranking:
-            assert rerank is not None and self._reranker is not None and self._verdict
-            tick = time.perf_counter()
-            weight = blend if blend is not None else self._verdict.blend
-            result = rerank_hits(
-                result, texts, self._texts, self._reranker, depth=rerank, blend=weight
-            )
-            timings["rerank"] = (time.perf_counter() - tick) * 1000
-        if mmr is not None and self._dense is not None:
-            tick = time.perf_counter()
-            head = SearchResult(result.ids[rows, :pool], result.scores[rows, :pool])
-            picks = mmr_rerank(head, query_vectors, self._dense.vectors, k, lambda_=mmr)
-            result = picks.scattered(rows, len(texts))
-            timings["mmr"] = (time.perf_counter() - tick) * 1000
-        timings["total"] = (time.perf_counter() - start) * 1000
-        return HybridResult(result.ids[:, :k], result.scores[:, :k], timings)
-
-    def _search_legs(
-        self,
-        texts: list[str],
-        rows: np.ndarray,
-        width: int,
-        num_threads: int | None,
-        timings: dict[str, float],
-    ) -> tuple[list[SearchResult], np.ndarray]:
-        """Each leg's top ``width`` of the queries, and the dense query vectors of the
-        non-blank ones (``rows``; empty without the dense leg), kept for MMR."""
-        legs: list[SearchResult] = []
-        query_vectors = np.empty((0, 0), np.float32)
-        tick = time.perf_counter()
-        if self._bm25 is not None:
-            legs.append(self._bm25.search(texts, width, num_threads=num_threads))
-            timings["bm25"] = (time.perf_counter() - tick) * 1000
-        if self._dense is not None:
-            tick = time.perf_counter()
-            encoder = self._dense.encoder
-            assert encoder is not None  # build and load always give the dense leg one
-            query_vectors = np.empty((0, self._dense.dim), np.float32)
-            if len(rows):
-                query_vectors = encoder.encode([texts[row] for row in rows])
-            found = self._dense.search(query_vectors, width, num_threads=num_threads)
-            legs.append(found.scattered(rows, len(texts)))
-            timings["dense"] = (time.perf_counter() - tick) * 1000
-        if self._splade is not None:
-            tick = time.perf_counter()
-            legs.append(self._splade.search(texts, width, num_threads=num_threads))
-            timings["splade"] = (time.perf_counter() - tick) * 1000
-        return legs, query_vectors
+        plan = SearchPlan(
+            k=k,
+            fusion=fusion,
+            weights=plan_weights,
+            depth=check_int("depth", depth, 1),
+            rerank=check_int("rerank", rerank, 1) if reranking else None,
+            blend=blend if blend is not None or verdict is None else verdict.blend,
+            mmr=mmr,
+            mmr_pool=max(k, check_int("mmr_candidates", mmr_candidates, 1)),
+        )
+        reranker = self._reranker if reranking else None
+        legs = Legs(self._bm25, self._dense, self._splade)
+        return run_search(plan, legs, texts, self._texts, reranker, num_threads)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the index to directory ``path`` atomically, every leg inside it (layout in
