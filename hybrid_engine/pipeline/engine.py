@@ -1,8 +1,8 @@
 """The hybrid engine: BM25, dense and learned-sparse (SPLADE) retrieval over one corpus,
 fused, optionally reranked by a cross-encoder and diversified.
 
-The legs are built in ``legs``, a search's stages run in ``stages``, and the saved directory
-is ``engine_format``'s.
+The legs are built (or checked, from prebuilt ones) in ``legs``, a search's stages run in
+``stages``, and the saved directory is ``engine_format``'s.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import copy
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from hybrid_engine.pipeline.legs import (
     DEFAULT_RETRIEVERS,
     Legs,
     build_legs,
+    check_legs,
     check_retrievers,
     leg_weights,
 )
@@ -86,6 +88,8 @@ class HybridIndex:
         encoder: TextEncoder | None = None,
         splade_encoder: SparseEncoder | None = None,
         reranker: CrossEncoder | None = None,
+        bm25_options: Mapping[str, Any] | None = None,
+        dense_options: Mapping[str, Any] | None = None,
         embedding_cache: EmbeddingCache | None = None,
         num_threads: int | None = None,
         show_progress: bool = False,
@@ -107,6 +111,14 @@ class HybridIndex:
             For ``"splade"``; the default ``SpladeEncoder.load()`` when None.
         reranker : CrossEncoder, optional
             The cross-encoder of ``search(rerank=...)``, through its gate (``with_reranker``).
+        bm25_options : dict, optional
+            Parameters of ``BM25Index.build`` for the BM25 leg, keys from
+            ``legs.BM25_OPTIONS``: ``k1``, ``b``, ``method``, ``delta``, ``analyzer``.
+        dense_options : dict, optional
+            Parameters of ``DenseIndex.build`` for the dense leg, keys from
+            ``legs.DENSE_OPTIONS``: ``metric``, ``m``, ``ef_construction``, ``ef_search``,
+            ``exact_threshold``, ``batch_size``. (SPLADE's build has no options but its
+            encoder.) For anything else, build the legs yourself and use ``from_legs``.
         embedding_cache : EmbeddingCache, optional
             Passed to ``DenseIndex.build``.
         num_threads, show_progress
@@ -116,7 +128,11 @@ class HybridIndex:
         Raises
         ------
         ValueError
-            No or unknown retrievers, or what the retrievers' ``build`` raises.
+            No or unknown retrievers, options for a retriever not chosen, or what the
+            retrievers' ``build`` raises.
+        TypeError
+            Options that are not a dict or have a key outside the valid ones (the message
+            lists them), or what the retrievers' ``build`` raises.
         """
         chosen = check_retrievers(retrievers)
         documents = list(corpus)
@@ -128,11 +144,52 @@ class HybridIndex:
             chosen,
             encoder=encoder,
             splade_encoder=splade_encoder,
+            bm25_options=bm25_options,
+            dense_options=dense_options,
             embedding_cache=embedding_cache,
             num_threads=num_threads,
             show_progress=show_progress,
         )
         engine = cls(bm25, dense, splade, PackedStrings.from_strings(texts))
+        return engine if reranker is None else engine.with_reranker(reranker)
+
+    @classmethod
+    def from_legs(
+        cls,
+        corpus: Iterable[Document],
+        *,
+        bm25: BM25Index | None = None,
+        dense: DenseIndex | None = None,
+        splade: SpladeIndex | None = None,
+        reranker: CrossEncoder | None = None,
+    ) -> HybridIndex:
+        """An index over legs built apart (with options, encoders or an ``add`` of your own),
+        with the documents' texts for reranking.
+
+        Parameters
+        ----------
+        corpus : iterable of str or dict
+            The documents every leg was built from, in the same order, as in ``build``: their
+            text (title and text) is what the cross-encoder reads, and their ``_id``s (or
+            positions, when they have none) must be each leg's ``doc_ids``.
+        bm25, dense, splade : optional
+            At least one; shared, not copied. The dense leg needs its text ``encoder``.
+        reranker : CrossEncoder, optional
+            As in ``build``.
+
+        Raises
+        ------
+        ValueError
+            No leg, a leg holding other documents than ``corpus`` (another count, ids, or id
+            order: the message names the first difference), a dense leg without encoder, or
+            what reading ``corpus`` raises.
+        TypeError
+            A leg of the wrong class, or a document that is not ``str`` or a dict of ``str``.
+        """
+        documents = [document_text(doc, i) for i, doc in enumerate(corpus)]
+        legs = Legs(bm25, dense, splade)
+        check_legs(legs, DocIds.from_list([doc_id for _, doc_id in documents]))
+        engine = cls(*legs, PackedStrings.from_strings([text for text, _ in documents]))
         return engine if reranker is None else engine.with_reranker(reranker)
 
     def with_reranker(self, reranker: CrossEncoder | None) -> HybridIndex:

@@ -1,13 +1,16 @@
 """The legs of a ``HybridIndex``: which retrievers it combines, each one built over the same
-documents, and the fusion weights given by leg name."""
+documents with its options (or prebuilt legs checked to hold the same documents), and the
+fusion weights given by leg name."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from numbers import Real
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from hybrid_engine.corpus import Document
+import numpy as np
+
+from hybrid_engine.corpus import DocIds, Document
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.lexical.bm25 import BM25Index
@@ -19,6 +22,11 @@ RETRIEVERS = ("bm25", "dense", "splade")
 """Retrievers a ``HybridIndex`` can combine, in the order of its legs."""
 DEFAULT_RETRIEVERS = ("bm25", "dense")
 """The retrievers of ``HybridIndex.build`` by default."""
+BM25_OPTIONS = ("k1", "b", "method", "delta", "analyzer")
+"""Keys of ``HybridIndex.build(bm25_options=...)``: these parameters of ``BM25Index.build``."""
+DENSE_OPTIONS = ("metric", "m", "ef_construction", "ef_search", "exact_threshold", "batch_size")
+"""Keys of ``HybridIndex.build(dense_options=...)``: these parameters of ``DenseIndex.build``."""
+_LEG_TYPES = {"bm25": BM25Index, "dense": DenseIndex, "splade": SpladeIndex}
 
 
 class Legs(NamedTuple):
@@ -84,21 +92,61 @@ def leg_weights(
     return [float(weights.get(name, 1.0)) for name in retrievers]
 
 
+def check_options(
+    name: str,
+    options: Mapping[str, Any] | None,
+    valid: Sequence[str],
+    leg: str,
+    chosen: Sequence[str],
+) -> dict[str, Any]:
+    """``options`` (``name``, for leg ``leg``) as a dict whose keys are among ``valid``.
+
+    Raises
+    ------
+    TypeError
+        ``options`` is not a mapping, or has a key outside ``valid`` (the message lists them).
+    ValueError
+        Options (not an empty dict) for a leg that is not among ``chosen``.
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(
+            f"{name} must be a dict of option name to value (from {list(valid)}), got "
+            f"{type(options).__name__}"
+        )
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise TypeError(f"{name} has unknown option(s) {unknown}; valid: {list(valid)}")
+    if options and leg not in chosen:
+        raise ValueError(
+            f"{name} given, but the retrievers are {list(chosen)}: add {leg!r} to retrievers "
+            "or drop the options"
+        )
+    return dict(options)
+
+
 def build_legs(
     documents: Sequence[Document],
     chosen: Sequence[str],
     *,
     encoder: TextEncoder | None,
     splade_encoder: SparseEncoder | None,
+    bm25_options: Mapping[str, Any] | None,
+    dense_options: Mapping[str, Any] | None,
     embedding_cache: EmbeddingCache | None,
     num_threads: int | None,
     show_progress: bool,
 ) -> Legs:
     """Each retriever of ``chosen`` built over ``documents`` (``HybridIndex.build`` documents
-    the arguments)."""
+    the arguments); the options are checked before anything is built."""
+    bm25_kwargs = check_options("bm25_options", bm25_options, BM25_OPTIONS, "bm25", chosen)
+    dense_kwargs = check_options("dense_options", dense_options, DENSE_OPTIONS, "dense", chosen)
     bm25 = dense = splade = None
     if "bm25" in chosen:
-        bm25 = BM25Index.build(documents, num_threads=num_threads, show_progress=show_progress)
+        bm25 = BM25Index.build(
+            documents, num_threads=num_threads, show_progress=show_progress, **bm25_kwargs
+        )
     if "dense" in chosen:
         dense = DenseIndex.build(
             documents,
@@ -106,6 +154,7 @@ def build_legs(
             embedding_cache=embedding_cache,
             num_threads=num_threads,
             show_progress=show_progress,
+            **dense_kwargs,
         )
     if "splade" in chosen:
         splade = SpladeIndex.build(
@@ -115,3 +164,57 @@ def build_legs(
             show_progress=show_progress,
         )
     return Legs(bm25, dense, splade)
+
+
+def check_legs(legs: Legs, doc_ids: DocIds) -> None:
+    """Raise unless ``legs`` (at least one) are indexes of the documents whose ids are
+    ``doc_ids``, in the same order, and the dense leg can encode text queries.
+
+    Raises
+    ------
+    TypeError
+        A leg of the wrong class.
+    ValueError
+        No leg; a leg of another number of documents, another id mode (ids or positions) or
+        other ids (the message names the first that differs); a dense leg without encoder.
+    """
+    if all(leg is None for leg in legs):
+        raise ValueError(
+            "give at least one leg: bm25=BM25Index, dense=DenseIndex or splade=SpladeIndex"
+        )
+    for name, leg in zip(RETRIEVERS, legs, strict=True):
+        if leg is None:
+            continue
+        if not isinstance(leg, _LEG_TYPES[name]):
+            raise TypeError(
+                f"{name} must be a {_LEG_TYPES[name].__name__}, got {type(leg).__name__}"
+            )
+        _check_same_ids(name, leg.doc_ids, doc_ids)
+    if legs.dense is not None and legs.dense.encoder is None:
+        raise ValueError(
+            "the dense leg has no text encoder, so it cannot search text queries; build it from "
+            "texts, or pass encoder= to DenseIndex.from_vectors or DenseIndex.load"
+        )
+
+
+def _check_same_ids(name: str, ids: DocIds, corpus: DocIds) -> None:
+    if len(ids) != len(corpus):
+        raise ValueError(
+            f"the {name} leg holds {len(ids)} documents, the corpus {len(corpus)}: build every "
+            "leg from the same documents"
+        )
+    if ids.explicit != corpus.explicit:
+        have = "have ids" if ids.explicit else "have no ids (positions)"
+        other = "have them" if corpus.explicit else "do not"
+        raise ValueError(
+            f"the {name} leg's documents {have}, the corpus's {other}: build every leg from "
+            "the same documents"
+        )
+    arrays, expected = ids.arrays(), corpus.arrays()
+    if all(np.array_equal(arrays[key], expected[key]) for key in expected):
+        return
+    first = next(i for i in range(len(ids)) if ids[i] != corpus[i])
+    raise ValueError(
+        f"the {name} leg's document {first} has id {ids[first]!r}, the corpus's "
+        f"{corpus[first]!r}: the legs must hold the corpus's documents in its order"
+    )
