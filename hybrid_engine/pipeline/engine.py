@@ -49,7 +49,8 @@ class HybridIndex:
     """BM25, dense and SPLADE retrieval (any of them) over the same documents, fused into one
     ranking.
 
-    Build one with ``HybridIndex.build`` or read one with ``HybridIndex.load``.
+    Build one with ``HybridIndex.build``, assemble one from legs built apart with
+    ``HybridIndex.from_legs``, or read one with ``HybridIndex.load``.
 
     A cross-encoder reranks only after passing its validation gate: a model the engine
     trained (``hybrid-engine train-reranker``) carries the verdict of its held-out validation
@@ -360,8 +361,8 @@ class HybridIndex:
         return run_search(plan, legs, texts, self._texts, reranker, num_threads)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to directory ``path`` atomically, every leg inside it (layout in
-        ``engine_format``)."""
+        """Write the index to directory ``path`` atomically, every leg inside it and the name
+        and variant of each leg's prepared model (layout in ``engine_format``)."""
         write_engine(path, Legs(self._bm25, self._dense, self._splade), self._texts)
 
     @classmethod
@@ -380,11 +381,12 @@ class HybridIndex:
         Parameters
         ----------
         encoder : TextEncoder, optional
-            For the dense leg's text queries; the default ``Encoder.load()`` when None. It must
-            be the model that built the index.
+            For the dense leg's text queries; it must be the model that built the index. None:
+            the prepared model ``save`` recorded, e.g. ``Encoder.load("all-MiniLM-L6-v2",
+            variant="int8")`` (the default ``Encoder.load()`` for an index saved before models
+            were recorded; required for a leg built with an encoder of your own).
         splade_encoder : SparseEncoder, optional
-            For the SPLADE leg; the default ``SpladeEncoder.load()`` when None. It must be the
-            model that built the index.
+            For the SPLADE leg, as ``encoder`` is for the dense one (``SpladeEncoder.load``).
         reranker : CrossEncoder, optional
             The cross-encoder of ``search(rerank=...)``, through its gate (``with_reranker``).
         num_threads : int, optional
@@ -396,6 +398,11 @@ class HybridIndex:
         ------
         IndexFormatError
             A missing, corrupt or foreign directory, or legs that disagree.
+        ValueError
+            An encoder of another model than the leg's, or none for a leg built with an
+            encoder that is not a prepared model.
+        ModelNotFoundError
+            No encoder given, and the recorded model is not prepared here.
         """
         legs, texts = read_engine(
             path,
