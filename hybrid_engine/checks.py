@@ -1,4 +1,5 @@
-"""Argument checks shared by every module: ints and ``k``, thread counts, text batches."""
+"""Argument checks shared by every module: ints and ``k``, thread counts, text batches (lists,
+tuples or numpy arrays of str)."""
 
 from __future__ import annotations
 
@@ -39,24 +40,71 @@ def check_threads(num_threads: int | None) -> int:
     return num_threads
 
 
-def check_texts(texts: str | Sequence[str], what: str = "text") -> list[str]:
-    """``texts`` as a list of non-blank ``str`` (a single ``str`` is a batch of one).
+def is_text_batch(queries: object) -> bool:
+    """Whether ``queries`` are texts (what ``check_queries`` reads) rather than numbers: a
+    ``str``, a sequence whose first item is a ``str``, or a 1-d numpy array of dtype ``str``
+    (or ``object`` with a ``str`` first)."""
+    if isinstance(queries, np.ndarray):
+        first_is_str = queries.size > 0 and isinstance(queries.flat[0], str)
+        return queries.ndim == 1 and (queries.dtype.kind == "U" or first_is_str)
+    if isinstance(queries, str):
+        return True
+    return isinstance(queries, Sequence) and len(queries) > 0 and isinstance(queries[0], str)
+
+
+def check_queries(queries: str | Sequence[str] | np.ndarray, what: str = "query") -> list[str]:
+    """``queries`` as a list of ``str``, blank ones kept (each retriever gives them no hits).
+
+    The one place text batches are read: a single ``str`` is a batch of one; a sequence of
+    ``str``, or a 1-d numpy array of them (dtype ``str``, or ``object`` holding ``str``), is
+    the batch.
 
     Raises
     ------
     TypeError
-        ``texts`` is not a str or a sequence of str (the message names the first bad item).
+        ``queries`` is none of those (the message names the first item that is not a str).
+    """
+    if isinstance(queries, str):
+        return [queries]
+    if isinstance(queries, np.ndarray):
+        if queries.ndim != 1 or queries.dtype.kind not in "UO":
+            raise TypeError(
+                f"a numpy array of {what} texts must be 1-d of dtype str (or object holding str), "
+                f"got shape {queries.shape} and dtype {queries.dtype}"
+            )
+        items = queries.tolist()
+    elif isinstance(queries, Sequence) and not isinstance(queries, (bytes, bytearray)):
+        items = list(queries)
+    else:
+        raise TypeError(
+            f"expected {what} texts as a str, a sequence of str or a 1-d numpy array of str, got "
+            f"{type(queries).__name__}"
+        )
+    for position, text in enumerate(items):
+        if not isinstance(text, str):
+            raise TypeError(f"{what} {position} is {type(text).__name__}, expected str")
+    return items
+
+
+def nonblank_rows(texts: Sequence[str]) -> np.ndarray:
+    """int64 positions of the texts that are not empty or whitespace only (``str.strip``):
+    the queries a retriever encodes; the blank ones get an all-padding row."""
+    return np.fromiter((i for i, text in enumerate(texts) if text.strip()), np.int64)
+
+
+def check_texts(texts: str | Sequence[str] | np.ndarray, what: str = "text") -> list[str]:
+    """``texts`` as a list of non-blank ``str``, read as in ``check_queries``: what a model
+    encodes or an index holds must have some text.
+
+    Raises
+    ------
+    TypeError
+        As in ``check_queries``.
     ValueError
         A text is empty or whitespace only.
     """
-    if isinstance(texts, str):
-        return [texts]
-    if not isinstance(texts, Sequence) or isinstance(texts, (bytes, bytearray)):
-        raise TypeError(f"expected a str or a sequence of str, got {type(texts).__name__}")
-    checked = list(texts)
+    checked = check_queries(texts, what)
     for position, text in enumerate(checked):
-        if not isinstance(text, str):
-            raise TypeError(f"{what} {position} is {type(text).__name__}, expected str")
         if not text.strip():
             raise ValueError(
                 f"{what} {position} is empty or whitespace only; it has no meaning to embed — "

@@ -48,6 +48,17 @@ class SearchResult:
             scores=np.full((n_queries, k), -np.inf, dtype=np.float32),
         )
 
+    def scattered(self, rows: np.ndarray, n_queries: int) -> SearchResult:
+        """These rows placed at positions ``rows`` (ascending, distinct) of a result of
+        ``n_queries`` rows, the other rows all padding: how a batch searched without its blank
+        queries (``checks.nonblank_rows``) gets its full shape back."""
+        if len(rows) == n_queries:
+            return self
+        out = SearchResult.empty(n_queries, self.ids.shape[1])
+        out.ids[rows] = self.ids
+        out.scores[rows] = self.scores
+        return out
+
 
 class SparseVectors(NamedTuple):
     """Sparse vectors as CSR: row ``i`` has terms ``terms[offsets[i]:offsets[i + 1]]`` (int32,

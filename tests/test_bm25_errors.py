@@ -103,14 +103,21 @@ def test_corpus_of_empty_and_stopword_documents() -> None:
 
 
 @pytest.mark.parametrize("query", ["", " ", "\t\n\r ", "\u00a0\u2003\u3000"])
-def test_empty_or_whitespace_query(index: BM25Index, query: str) -> None:
-    with pytest.raises(ValueError, match="query 0 is empty or whitespace only"):
-        index.search(query)
+def test_blank_query_has_no_hits(index: BM25Index, query: str) -> None:
+    """A blank query is a valid query that matches nothing, like an all-stopword one."""
+    result = index.search(query, 3)
+    assert np.all(result.ids == -1) and np.all(result.scores == -np.inf)
 
 
-def test_empty_query_in_a_batch_is_located(index: BM25Index) -> None:
-    with pytest.raises(ValueError, match="query 2 is empty or whitespace only"):
-        index.search(["quick", "fox", "  "])
+def test_blank_queries_in_a_batch_get_empty_rows(index: BM25Index) -> None:
+    queries = ["quick", "", "fox dog", " \u3000 "]
+    result = index.search(queries, 4)
+    oracle, analyzer = oracle_for(index, CORPUS)
+    compare_with_oracle(result, oracle, [analyzer.analyze(q) for q in queries], 4)
+    assert np.all(result.ids[[1, 3]] == -1)
+    alone = index.search(["quick", "fox dog"], 4)
+    np.testing.assert_array_equal(result.ids[[0, 2]], alone.ids)
+    np.testing.assert_array_equal(result.scores[[0, 2]], alone.scores)
 
 
 @pytest.mark.parametrize("bad, name", [(3, "int"), (None, "NoneType"), (b"fox", "bytes")])
@@ -119,10 +126,25 @@ def test_non_str_query_names_its_index(index: BM25Index, bad, name: str) -> None
         index.search(["quick", bad, "fox"])
 
 
-@pytest.mark.parametrize("queries", [None, 5, {"quick"}, np.array(["quick"])])
+@pytest.mark.parametrize("queries", [None, 5, {"quick"}, b"quick"])
 def test_queries_not_a_sequence(index: BM25Index, queries) -> None:
-    with pytest.raises(TypeError, match="queries must be a str or a sequence of str"):
+    with pytest.raises(TypeError, match="expected query texts as a str, a sequence of str"):
         index.search(queries)
+
+
+@pytest.mark.parametrize("queries", [np.array([["quick"]]), np.array([1.0, 2.0])])
+def test_queries_array_not_of_str(index: BM25Index, queries) -> None:
+    with pytest.raises(TypeError, match="must be 1-d of dtype str"):
+        index.search(queries)
+
+
+@pytest.mark.parametrize("dtype", [str, object])
+def test_numpy_array_of_queries_is_a_batch(index: BM25Index, dtype) -> None:
+    queries = ["quick fox", "", "lazy dog"]
+    expected = index.search(queries, 3)
+    got = index.search(np.array(queries, dtype=dtype), 3)
+    np.testing.assert_array_equal(got.ids, expected.ids)
+    np.testing.assert_array_equal(got.scores, expected.scores)
 
 
 def test_unknown_words_and_stopwords_give_padding_rows(index: BM25Index) -> None:

@@ -157,13 +157,23 @@ def test_leg_options_hold_only_what_was_given() -> None:
     assert leg_options(parse(["index", "c", "o"])) == {}
 
 
-def test_index_refuses_leg_options_the_engine_cannot_take(
-    tiny: Path, tmp_path: Path, capsys
-) -> None:
-    """Until ``HybridIndex.build`` takes per-leg options they fail, never silently dropped."""
-    argv = ["index", str(tiny), str(tmp_path / "idx"), "--retrievers", "bm25", "--k1", "1.2"]
+def test_index_options_reach_the_saved_legs(tiny: Path, tmp_path: Path) -> None:
+    """``--k1 --b --method`` and the analyzer flags build the BM25 leg with them."""
+    out = tmp_path / "idx"
+    argv = ["index", str(tiny), str(out), "--retrievers", "bm25", "--quiet"]
+    assert (
+        main([*argv, "--k1", "1.2", "--b", "0.75", "--method", "atire", "--stemmer", "none"]) == 0
+    )
+    bm25 = HybridIndex.load(out).bm25
+    assert bm25 is not None
+    assert (bm25.params.k1, bm25.params.b, bm25.params.method) == (1.2, 0.75, "atire")
+    assert bm25.analyzer.stemmer == "none"
+
+
+def test_index_refuses_options_of_a_leg_not_built(tiny: Path, tmp_path: Path, capsys) -> None:
+    argv = ["index", str(tiny), str(tmp_path / "idx"), "--retrievers", "bm25", "--m", "32"]
     assert main(argv) == 2
-    assert "bm25 k1: HybridIndex.build takes no per-leg options" in capsys.readouterr().err
+    assert "dense" in capsys.readouterr().err
     assert not (tmp_path / "idx").exists()
 
 
@@ -192,7 +202,9 @@ def test_hybrid_index_then_search(tiny: Path, tmp_path: Path, model_path, capsys
         check_hits(entry["hits"])
         assert set(entry["timings_ms"]) == {"bm25", "dense", "fusion", "total"}
     assert main(["search", str(index_dir), "dog", "--variant", "fp32"]) == 2
-    assert "give the --variant the index was built with" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert f"the index at {index_dir / 'dense'} was built by the model" in error
+    assert "leave --variant out to use the one the index recorded" in error
 
 
 def test_demo_prints_hits_with_titles_and_the_ablation_table(

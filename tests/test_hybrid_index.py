@@ -55,6 +55,26 @@ def test_timings_and_mmr(engine: HybridIndex) -> None:
     np.testing.assert_array_equal(diverse.ids, expected.ids)
 
 
+def test_mmr_picks_k_from_at_least_k_candidates(engine: HybridIndex) -> None:
+    """k above mmr_candidates: MMR picks k of the fused top max(k, mmr_candidates), so every
+    row is full; with lambda 1 its order is the candidates' dense relevance (brute force)."""
+    k = len(CORPUS)  # 40, above the default mmr_candidates of 30
+    result = engine.search(QUERIES, k, mmr=1.0)
+    assert result.ids.shape == (len(QUERIES), k)
+    assert np.all(result.ids >= 0), "a row came back short of k hits"
+    fused = engine.search(QUERIES, k)
+    query_vectors = HashingEncoder().encode(QUERIES).astype(np.float64)
+    doc_vectors = engine.dense.vectors.astype(np.float64)
+    for row, query in enumerate(query_vectors):
+        pool = fused.ids[row][fused.ids[row] >= 0]
+        relevance = (doc_vectors[pool] @ query).astype(np.float32)
+        order = np.lexsort((pool, -relevance))
+        np.testing.assert_array_equal(result.ids[row], pool[order])
+        np.testing.assert_array_equal(result.scores[row], relevance[order])
+    with pytest.raises(ValueError, match="mmr_candidates must be an int >= 1, got 0"):
+        engine.search(QUERIES, 5, mmr=0.5, mmr_candidates=0)
+
+
 def test_single_retriever(engine: HybridIndex) -> None:
     only_bm25 = HybridIndex.build(CORPUS, retrievers=["bm25"])
     result = only_bm25.search(QUERIES, 5, fusion="rrf")
@@ -166,12 +186,32 @@ def test_three_way_search_is_fusion_of_the_three_legs(engine3: HybridIndex) -> N
         SpladeIndex.build(CORPUS, encoder=HashingSparseEncoder()).search(QUERIES, 100),
     ]
     assert engine3.retrievers == ("bm25", "dense", "splade")
-    for method, weights in (("dbsf", None), ("rrf", None), ("rrf", [1.0, 0.5, 2.0])):
+    for method, weights, by_name in (
+        ("dbsf", None, None),
+        ("rrf", None, None),
+        ("rrf", [1.0, 0.5, 2.0], {"splade": 2.0, "bm25": 1.0, "dense": 0.5}),
+        ("dbsf", [1.0, 3.0, 1.0], {"dense": 3.0}),  # a retriever not named weighs 1
+    ):
         expected = fuse(legs, 10, method=method, weights=weights, depth=100)
-        got = engine3.search(QUERIES, 10, fusion=method, weights=weights)
+        got = engine3.search(QUERIES, 10, fusion=method, weights=by_name)
         np.testing.assert_array_equal(got.ids, expected.ids)
         np.testing.assert_array_equal(got.scores, expected.scores)
     assert set(got.timings) == {"bm25", "dense", "splade", "fusion", "total"}
+
+
+@pytest.mark.parametrize(
+    ("weights", "error", "match"),
+    [
+        ([1.0, 2.0], TypeError, r"weights must be a dict of retriever name to weight, e\.g\."),
+        ({"colbert": 1.0}, ValueError, r"\['colbert'\].*retrievers are \['bm25', 'dense'\]"),
+        ({"splade": 1.0}, ValueError, "does not combine"),
+        ({"dense": "2"}, TypeError, r"weights\['dense'\] is str, expected a number"),
+        ({"dense": -1.0}, ValueError, "weights must be finite, >= 0"),
+    ],
+)
+def test_bad_weights(engine: HybridIndex, weights, error, match: str) -> None:
+    with pytest.raises(error, match=match):
+        engine.search(QUERIES, 5, weights=weights)
 
 
 def test_three_way_save_load(engine3: HybridIndex, tmp_path: Path) -> None:

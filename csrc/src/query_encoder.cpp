@@ -1,6 +1,5 @@
 #include "hybrid_engine/query_encoder.hpp"
 
-#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -19,11 +18,6 @@ EncodedQueries QueryEncoder::encode(const std::vector<std::string>& queries) con
     StringTable words;
     std::vector<int32_t> word_terms;  // -1: dropped or not in the vocabulary
     for (std::size_t q = 0; q < queries.size(); ++q) {
-        if (is_blank(queries[q])) {
-            throw std::invalid_argument("query " + std::to_string(q) +
-                                        " is empty or whitespace only; pass text with at least "
-                                        "one word");
-        }
         const std::size_t begin = out.terms.size();
         analyzer_.split_words(queries[q], scratch, [&](std::string_view word) {
             const int32_t cached = words.find(word);
@@ -48,33 +42,6 @@ EncodedQueries QueryEncoder::encode(const std::vector<std::string>& queries) con
         out.offsets.push_back(static_cast<int64_t>(out.terms.size()));
     }
     return out;
-}
-
-bool is_blank(std::string_view text) noexcept {
-    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-    const auto* end = p + text.size();
-    while (p < end) {
-        const unsigned char c = *p;
-        if (c == ' ' || (c >= '\t' && c <= '\r')) {
-            ++p;
-            continue;
-        }
-        if (c == 0xC2 && end - p >= 2 && (p[1] == 0x85 || p[1] == 0xA0)) {  // NEL, NBSP
-            p += 2;
-            continue;
-        }
-        if (end - p >= 3) {
-            const uint32_t cp = ((c & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
-            const bool three_byte = (c & 0xF0) == 0xE0;
-            if (three_byte && (cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
-                               cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000)) {
-                p += 3;
-                continue;
-            }
-        }
-        return false;
-    }
-    return true;
 }
 
 }  // namespace hybrid_engine

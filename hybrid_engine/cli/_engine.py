@@ -15,13 +15,12 @@ from hybrid_engine.evaluation.runner import BuildOptions, load_reranker
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.models.store import models_dir
-from hybrid_engine.pipeline.engine import FORMAT, FORMAT_VERSION, HybridIndex
-from hybrid_engine.storage import read_index_dir
+from hybrid_engine.pipeline.engine import HybridIndex
 
 DEFAULT_VARIANT = "int8"
-"""The bi-encoder variant of ``index``, ``search`` and ``demo`` (one constant, so that an index
-the CLI builds loads with the CLI's default, and the demo serves what ``index`` builds). int8 is
-being measured to become the library's default; this is the one edit if it does not."""
+"""The bi-encoder variant of ``index`` and ``demo``: the library's default (never significantly
+worse than fp32 on the five collections, docs/quantization.md). ``search`` loads what the index
+recorded."""
 VARIANTS = ("int8", "fp32")
 
 LegOptions = Mapping[str, Mapping[str, Any]]
@@ -29,9 +28,11 @@ LegOptions = Mapping[str, Mapping[str, Any]]
 only those the user gave."""
 
 
-def add_variant_option(parser: argparse.ArgumentParser, help_text: str) -> None:
-    """``--variant {int8,fp32}`` (default ``DEFAULT_VARIANT``)."""
-    parser.add_argument("--variant", choices=VARIANTS, default=DEFAULT_VARIANT, help=help_text)
+def add_variant_option(
+    parser: argparse.ArgumentParser, help_text: str, default: str | None = DEFAULT_VARIANT
+) -> None:
+    """``--variant {int8,fp32}``."""
+    parser.add_argument("--variant", choices=VARIANTS, default=default, help=help_text)
 
 
 def add_reranker_options(parser: argparse.ArgumentParser) -> None:
@@ -77,16 +78,9 @@ def build_engine(
 
     Raises
     ------
-    ValueError
-        ``leg_options`` holds any option: ``HybridIndex.build`` takes no per-leg options in
-        this version, and options silently dropped would build another index than asked.
+    ValueError, TypeError
+        Options for a leg that is not built, or what ``HybridIndex.build`` raises.
     """
-    given = [f"{leg} {name}" for leg, options in leg_options.items() for name in options]
-    if given:
-        raise ValueError(
-            f"{', '.join(given)}: HybridIndex.build takes no per-leg options in this version; "
-            "leave them out to build with the legs' defaults"
-        )
     encoder = (
         Encoder.load(variant=variant, num_threads=num_threads) if "dense" in retrievers else None
     )
@@ -94,6 +88,8 @@ def build_engine(
         corpus,
         retrievers=retrievers,
         encoder=encoder,
+        bm25_options=leg_options.get("bm25"),
+        dense_options=leg_options.get("dense"),
         embedding_cache=EmbeddingCache(),
         num_threads=num_threads,
         show_progress=show_progress,
@@ -103,23 +99,21 @@ def build_engine(
 def load_engine(
     path: str | os.PathLike[str],
     *,
-    variant: str,
+    variant: str | None,
     num_threads: int | None,
     mmap: bool,
 ) -> HybridIndex:
-    """``HybridIndex.load`` with the ``variant`` bi-encoder, loaded only when the index has a
-    dense leg (a BM25-only index needs no model).
+    """``HybridIndex.load``: with the models the index recorded, or the ``variant`` bi-encoder
+    when given.
 
     Raises
     ------
     IndexFormatError
         ``path`` is not a hybrid index of this version (as ``HybridIndex.load``).
     ValueError
-        The index was built by another bi-encoder or variant.
+        ``variant`` is not the one the index was built with.
     """
-    manifest, _ = read_index_dir(path, FORMAT, FORMAT_VERSION, mmap=True, verify=False)
-    retrievers = manifest.get("retrievers")
-    if not (isinstance(retrievers, list) and "dense" in retrievers):
+    if variant is None:
         return HybridIndex.load(path, num_threads=num_threads, mmap=mmap)
     encoder = Encoder.load(variant=variant, num_threads=num_threads)
     try:
@@ -128,6 +122,6 @@ def load_engine(
         raise
     except ValueError as exc:  # the encoder is not the one that built the index
         raise ValueError(
-            f"{exc} (the {variant} bi-encoder was loaded: give the --variant the index was "
-            "built with)"
+            f"{exc} (the {variant} bi-encoder was loaded: leave --variant out to use the one "
+            "the index recorded)"
         ) from None

@@ -9,7 +9,7 @@ from typing import Any
 from hybrid_engine.cli._engine import LegOptions, add_variant_option, build_engine
 from hybrid_engine.evaluation import load_corpus
 from hybrid_engine.lexical.analysis import AnalyzerConfig
-from hybrid_engine.pipeline.engine import DEFAULT_RETRIEVERS, RETRIEVERS
+from hybrid_engine.pipeline.legs import DEFAULT_RETRIEVERS, RETRIEVERS
 
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 

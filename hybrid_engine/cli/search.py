@@ -31,7 +31,9 @@ def add_parser(subparsers: Any) -> None:
         help=f"rerank the fused top N with --reranker (default with --reranker: {RERANK_DEPTH})",
     )
     add_reranker_options(p)
-    add_variant_option(p, "bi-encoder variant the index was built with (default: %(default)s)")
+    add_variant_option(
+        p, "bi-encoder variant to load (default: the one the index recorded)", default=None
+    )
     p.add_argument("--mmap", action="store_true", help="memory-map the index")
     p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
     p.set_defaults(func=run)

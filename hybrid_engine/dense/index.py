@@ -9,7 +9,14 @@ from typing import Any
 import hnswlib
 import numpy as np
 
-from hybrid_engine.checks import check_int, check_k, check_threads
+from hybrid_engine.checks import (
+    check_int,
+    check_k,
+    check_queries,
+    check_threads,
+    is_text_batch,
+    nonblank_rows,
+)
 from hybrid_engine.corpus import DocIds, Document
 from hybrid_engine.dense import hnsw as _hnsw
 from hybrid_engine.dense import knn as _knn
@@ -304,27 +311,21 @@ class DenseIndex:
 
     # -- search -------------------------------------------------------------------------------
 
-    def _query_matrix(self, queries: Any) -> np.ndarray:
-        """Queries as prepared float32 rows: encoded texts, or checked vectors."""
-        if isinstance(queries, str):
-            queries = [queries]
-        if isinstance(queries, Sequence) and len(queries) == 0:
-            return np.empty((0, self.dim), dtype=np.float32)
-        if isinstance(queries, Sequence) and isinstance(queries[0], str):
-            for position, query in enumerate(queries):
-                if not isinstance(query, str):
-                    raise TypeError(
-                        f"query {position} is {type(query).__name__}; queries are either all "
-                        "str (texts) or a numeric array (vectors)"
-                    )
-            return encode_texts(
-                self._require_encoder("search text queries"),
-                list(queries),
-                self.dim,
-                _QUERY_BATCH,
-                self.metric,
-            )
-        return _vectors.prepare(queries, "query vectors", self.metric, self.dim)
+    def _encode_queries(self, queries: Any) -> tuple[np.ndarray, np.ndarray, int]:
+        """Text queries as prepared float32 rows of the non-blank ones, their positions in
+        the batch, and the batch's size (blank queries are not encoded)."""
+        try:
+            texts = check_queries(queries)
+        except TypeError as exc:
+            raise TypeError(
+                f"{exc}; queries are either all str (texts) or a numeric array (vectors)"
+            ) from None
+        encoder = self._require_encoder("search text queries")
+        rows = nonblank_rows(texts)
+        if len(rows) == 0:
+            return np.empty((0, self.dim), np.float32), rows, len(texts)
+        asked = [texts[row] for row in rows]
+        return encode_texts(encoder, asked, self.dim, _QUERY_BATCH, self.metric), rows, len(texts)
 
     def search(
         self,
@@ -338,9 +339,10 @@ class DenseIndex:
 
         Parameters
         ----------
-        queries : str, sequence of str, or array-like
-            Query texts (encoded with the index's encoder), or query vectors of shape ``(dim,)``
-            or ``(n_queries, dim)``, any real dtype (scaled to unit length under cosine).
+        queries : str, sequence of str, 1-d numpy array of str, or array-like
+            Query texts (encoded with the index's encoder; an empty or blank one is not
+            encoded and gets an all-padding row), or query vectors of shape ``(dim,)`` or
+            ``(n_queries, dim)``, any real dtype (scaled to unit length under cosine).
         k : int
             Hits per query, >= 1. Rows are padded (id -1, score -inf) past the number of
             documents.
@@ -371,14 +373,23 @@ class DenseIndex:
         """
         k = check_k(k)
         threads = check_threads(num_threads)
-        matrix = self._query_matrix(queries)
-        out = SearchResult.empty(len(matrix), int(k))
+        if is_text_batch(queries):
+            matrix, rows, n_queries = self._encode_queries(queries)
+            return self._search_matrix(matrix, k, exact, threads).scattered(rows, n_queries)
+        if isinstance(queries, Sequence) and len(queries) == 0:
+            return SearchResult.empty(0, k)
+        matrix = _vectors.prepare(queries, "query vectors", self.metric, self.dim)
+        return self._search_matrix(matrix, k, exact, threads)
+
+    def _search_matrix(self, matrix: np.ndarray, k: int, exact: bool, threads: int) -> SearchResult:
+        """The top ``k`` of prepared query rows."""
+        out = SearchResult.empty(len(matrix), k)
         if len(matrix) == 0:
             return out
         vectors = self.vectors
         if self._graph is not None and not exact and k < len(vectors):
             try:
-                labels, _ = self._graph.knn_query(matrix, k=int(k), num_threads=threads)
+                labels, _ = self._graph.knn_query(matrix, k=k, num_threads=threads)
             except RuntimeError:
                 # hnswlib reached fewer than k vectors from the entry point: search exactly.
                 labels = None

@@ -11,7 +11,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from hybrid_engine import _core
-from hybrid_engine.checks import check_k, check_threads
+from hybrid_engine.checks import check_k, check_queries, check_threads
 from hybrid_engine.corpus import DocIds, Document, iter_batches
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.lexical import _kernels as kernels
@@ -246,18 +246,23 @@ class BM25Index:
     # -- search -------------------------------------------------------------------------------
 
     def search(
-        self, queries: str | Sequence[str], k: int = 10, *, num_threads: int | None = None
+        self,
+        queries: str | Sequence[str] | np.ndarray,
+        k: int = 10,
+        *,
+        num_threads: int | None = None,
     ) -> SearchResult:
         """Exact BM25 top-k for each query.
 
         Parameters
         ----------
-        queries : str or sequence of str
+        queries : str, sequence of str or 1-d numpy array of str
             One query or a batch; analysed like the documents.
         k : int
             Hits per query, >= 1. Rows are padded (id -1, score -inf) when fewer documents
             hold any query term, e.g. ``k`` above the number of documents, or a query made only
-            of unknown words or stopwords.
+            of unknown words or stopwords; an empty or blank query is such a query (its row is
+            all padding), in a batch too.
         num_threads : int, optional
             Threads scoring the batch; when None, up to all cores for large batches (one per
             32 queries).
@@ -270,18 +275,13 @@ class BM25Index:
         Raises
         ------
         ValueError
-            ``k < 1``, or a query that is empty or whitespace only.
+            ``k < 1``.
         TypeError
-            A query that is not ``str``.
+            Queries that are not a str or a batch of str (``checks.check_queries``).
         """
-        if isinstance(queries, str):
-            queries = [queries]
-        elif not isinstance(queries, Sequence):
-            raise TypeError(
-                f"queries must be a str or a sequence of str, got {type(queries).__name__}"
-            )
+        texts = check_queries(queries)
         k = check_k(k)
-        terms, weights, offsets = self._encoder.encode(queries)
+        terms, weights, offsets = self._encoder.encode(texts)
         return self._searcher.search((terms, weights, offsets), k, num_threads)
 
     # -- persistence --------------------------------------------------------------------------

@@ -188,14 +188,16 @@ class CrossEncoder(OnnxModel):
                 tokens[i] = encoding
         return tokens
 
-    def score(self, queries: str | Sequence[str], passages: Sequence[str]) -> np.ndarray:
+    def score(
+        self, queries: str | Sequence[str] | np.ndarray, passages: Sequence[str] | np.ndarray
+    ) -> np.ndarray:
         """Relevance scores of (query, passage) pairs.
 
         Parameters
         ----------
-        queries : str or sequence of str
+        queries : str, sequence of str or 1-d numpy array of str
             One query per passage (aligned), or one str paired with every passage. Non-blank.
-        passages : sequence of str
+        passages : sequence of str or 1-d numpy array of str
             Non-blank passages; tokens past the pair's ``max_length`` are dropped.
 
         Returns

@@ -51,13 +51,17 @@ class SpladeEncoder(TextModel):
         )
 
     def encode(
-        self, texts: str | Sequence[str], *, batch_size: int = 64, show_progress: bool = False
+        self,
+        texts: str | Sequence[str] | np.ndarray,
+        *,
+        batch_size: int = 64,
+        show_progress: bool = False,
     ) -> SparseVectors:
         """Sparse term weights of texts.
 
         Parameters
         ----------
-        texts : str or sequence of str
+        texts : str, sequence of str or 1-d numpy array of str
             One text or a batch; each non-blank. Tokens past ``max_length`` are dropped.
         batch_size : int
             Most texts per ONNX Runtime call. Texts are sorted by token count so each call
@@ -74,7 +78,7 @@ class SpladeEncoder(TextModel):
         Raises
         ------
         TypeError
-            ``texts`` is not a str or a sequence of str.
+            ``texts`` is not a str or a batch of str (``checks.check_queries``).
         ValueError
             A blank text, or ``batch_size < 1``.
         """

@@ -1,52 +1,42 @@
 """The hybrid engine: BM25, dense and learned-sparse (SPLADE) retrieval over one corpus,
 fused, optionally reranked by a cross-encoder and diversified.
 
-Saved as one directory (``storage.write_index_dir``)::
-
-    manifest.json     format "hybrid_engine.hybrid", the retrievers, the document count
-    text_bytes.npy    the documents' text (title and text), what a cross-encoder reads,
-    text_offsets.npy  packed as in ``packed``
-    title_bytes.npy   the documents' titles ("" where none), for display, packed the same way
-    title_offsets.npy
-    bm25/             a BM25Index directory
-    dense/            a DenseIndex directory
-    splade/           a SpladeIndex directory
+The legs are built (or checked, from prebuilt ones) in ``legs``, a search's stages run in
+``stages``, and the saved directory is ``engine_format``'s.
 """
 
 from __future__ import annotations
 
 import copy
 import os
-import time
 import warnings
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from hybrid_engine.checks import check_texts
+import numpy as np
+
+from hybrid_engine.checks import check_int, check_k, check_queries, check_texts
 from hybrid_engine.corpus import DocIds, Document, document_text, document_title
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
-from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.packed import PackedStrings
-from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
-from hybrid_engine.pipeline.mmr import mmr as mmr_rerank
+from hybrid_engine.pipeline.engine_format import read_engine, write_engine
+from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
+from hybrid_engine.pipeline.legs import (
+    DEFAULT_RETRIEVERS,
+    Legs,
+    build_legs,
+    check_legs,
+    check_retrievers,
+    leg_weights,
+)
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
-from hybrid_engine.pipeline.rerank import rerank as rerank_hits
+from hybrid_engine.pipeline.stages import HybridResult, SearchPlan, run_search
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
-from hybrid_engine.results import SearchResult
 from hybrid_engine.sparse.index import SpladeIndex
-from hybrid_engine.storage import read_index_dir, write_index_dir
 
-FORMAT = "hybrid_engine.hybrid"
-FORMAT_VERSION = 3
-RETRIEVERS = ("bm25", "dense", "splade")
-"""Retrievers a ``HybridIndex`` can combine, in the order of their legs (and fusion weights)."""
-DEFAULT_RETRIEVERS = ("bm25", "dense")
-"""The retrievers of ``HybridIndex.build`` by default."""
 DEFAULT_DEPTH = 100
 """Hits each retriever hands to fusion."""
 
@@ -55,25 +45,12 @@ class RerankerRefusedWarning(UserWarning):
     """A cross-encoder failed its validation gate; the engine serves the fused ranking."""
 
 
-@dataclass(frozen=True)
-class HybridResult(SearchResult):
-    """A ``SearchResult`` plus the wall-clock milliseconds of each stage of the call.
-
-    Attributes
-    ----------
-    timings : dict of str to float
-        ``"bm25"``, ``"dense"`` and ``"splade"`` (query encoding included) for the legs used,
-        ``"fusion"``, ``"rerank"`` and ``"mmr"`` (when used) and ``"total"``.
-    """
-
-    timings: dict[str, float] = field(default_factory=dict)
-
-
 class HybridIndex:
     """BM25, dense and SPLADE retrieval (any of them) over the same documents, fused into one
     ranking.
 
-    Build one with ``HybridIndex.build`` or read one with ``HybridIndex.load``.
+    Build one with ``HybridIndex.build``, assemble one from legs built apart with
+    ``HybridIndex.from_legs``, or read one with ``HybridIndex.load``.
 
     A cross-encoder reranks only after passing its validation gate: a model the engine
     trained (``hybrid-engine train-reranker``) carries the verdict of its held-out validation
@@ -114,6 +91,8 @@ class HybridIndex:
         encoder: TextEncoder | None = None,
         splade_encoder: SparseEncoder | None = None,
         reranker: CrossEncoder | None = None,
+        bm25_options: Mapping[str, Any] | None = None,
+        dense_options: Mapping[str, Any] | None = None,
         embedding_cache: EmbeddingCache | None = None,
         num_threads: int | None = None,
         show_progress: bool = False,
@@ -127,14 +106,22 @@ class HybridIndex:
             indexes the same documents). Every document needs some text when ``"dense"`` or
             ``"splade"`` is used.
         retrievers : sequence of {"bm25", "dense", "splade"}
-            Any of them; legs are kept in the order of ``RETRIEVERS`` whatever the order here.
-            Default ``DEFAULT_RETRIEVERS``.
+            Any of them; legs are kept in the order of ``legs.RETRIEVERS`` whatever the order
+            here. Default ``legs.DEFAULT_RETRIEVERS``.
         encoder : TextEncoder, optional
             For ``"dense"``; the default ``Encoder.load()`` when None.
         splade_encoder : SparseEncoder, optional
             For ``"splade"``; the default ``SpladeEncoder.load()`` when None.
         reranker : CrossEncoder, optional
             The cross-encoder of ``search(rerank=...)``, through its gate (``with_reranker``).
+        bm25_options : dict, optional
+            Parameters of ``BM25Index.build`` for the BM25 leg, keys from
+            ``legs.BM25_OPTIONS``: ``k1``, ``b``, ``method``, ``delta``, ``analyzer``.
+        dense_options : dict, optional
+            Parameters of ``DenseIndex.build`` for the dense leg, keys from
+            ``legs.DENSE_OPTIONS``: ``metric``, ``m``, ``ef_construction``, ``ef_search``,
+            ``exact_threshold``, ``batch_size``. (SPLADE's build has no options but its
+            encoder.) For anything else, build the legs yourself and use ``from_legs``.
         embedding_cache : EmbeddingCache, optional
             Passed to ``DenseIndex.build``.
         num_threads, show_progress
@@ -144,42 +131,73 @@ class HybridIndex:
         Raises
         ------
         ValueError
-            No or unknown retrievers, or what the retrievers' ``build`` raises.
+            No or unknown retrievers, options for a retriever not chosen, or what the
+            retrievers' ``build`` raises.
+        TypeError
+            Options that are not a dict or have a key outside the valid ones (the message
+            lists them), or what the retrievers' ``build`` raises.
         """
-        chosen = _check_retrievers(retrievers)
+        chosen = check_retrievers(retrievers)
         documents = list(corpus)
         texts = [document_text(doc, i)[0] for i, doc in enumerate(documents)]
-        titles = [document_title(doc) for doc in documents]
         if "dense" in chosen or "splade" in chosen:
             check_texts(texts, "document")  # blank documents fail before any encoding
-        bm25 = dense = splade = None
-        if "bm25" in chosen:
-            bm25 = BM25Index.build(documents, num_threads=num_threads, show_progress=show_progress)
-        if "dense" in chosen:
-            if encoder is None:
-                from hybrid_engine.models.bi_encoder import Encoder
+        bm25, dense, splade = build_legs(
+            documents,
+            chosen,
+            encoder=encoder,
+            splade_encoder=splade_encoder,
+            bm25_options=bm25_options,
+            dense_options=dense_options,
+            embedding_cache=embedding_cache,
+            num_threads=num_threads,
+            show_progress=show_progress,
+        )
+        titles = PackedStrings.from_strings([document_title(doc) for doc in documents])
+        engine = cls(bm25, dense, splade, PackedStrings.from_strings(texts), titles)
+        return engine if reranker is None else engine.with_reranker(reranker)
 
-                encoder = Encoder.load(num_threads=num_threads)
-            dense = DenseIndex.build(
-                documents,
-                encoder=encoder,
-                embedding_cache=embedding_cache,
-                num_threads=num_threads,
-                show_progress=show_progress,
-            )
-        if "splade" in chosen:
-            splade = SpladeIndex.build(
-                documents,
-                encoder=splade_encoder,
-                num_threads=num_threads,
-                show_progress=show_progress,
-            )
+    @classmethod
+    def from_legs(
+        cls,
+        corpus: Iterable[Document],
+        *,
+        bm25: BM25Index | None = None,
+        dense: DenseIndex | None = None,
+        splade: SpladeIndex | None = None,
+        reranker: CrossEncoder | None = None,
+    ) -> HybridIndex:
+        """An index over legs built apart (with options, encoders or an ``add`` of your own),
+        with the documents' texts for reranking.
+
+        Parameters
+        ----------
+        corpus : iterable of str or dict
+            The documents every leg was built from, in the same order, as in ``build``: their
+            text (title and text) is what the cross-encoder reads, and their ``_id``s (or
+            positions, when they have none) must be each leg's ``doc_ids``.
+        bm25, dense, splade : optional
+            At least one; shared, not copied. The dense leg needs its text ``encoder``.
+        reranker : CrossEncoder, optional
+            As in ``build``.
+
+        Raises
+        ------
+        ValueError
+            No leg, a leg holding other documents than ``corpus`` (another count, ids, or id
+            order: the message names the first difference), a dense leg without encoder, or
+            what reading ``corpus`` raises.
+        TypeError
+            A leg of the wrong class, or a document that is not ``str`` or a dict of ``str``.
+        """
+        corpus = list(corpus)
+        documents = [document_text(doc, i) for i, doc in enumerate(corpus)]
+        legs = Legs(bm25, dense, splade)
+        check_legs(legs, DocIds.from_list([doc_id for _, doc_id in documents]))
         engine = cls(
-            bm25,
-            dense,
-            splade,
-            PackedStrings.from_strings(texts),
-            PackedStrings.from_strings(titles),
+            *legs,
+            PackedStrings.from_strings([text for text, _ in documents]),
+            PackedStrings.from_strings([document_title(doc) for doc in corpus]),
         )
         return engine if reranker is None else engine.with_reranker(reranker)
 
@@ -234,10 +252,7 @@ class HybridIndex:
     @property
     def retrievers(self) -> tuple[str, ...]:
         """The retrievers this index combines."""
-        legs = (self._bm25, self._dense, self._splade)
-        return tuple(
-            name for name, index in zip(RETRIEVERS, legs, strict=True) if index is not None
-        )
+        return Legs(self._bm25, self._dense, self._splade).retrievers
 
     @property
     def bm25(self) -> BM25Index | None:
@@ -267,11 +282,11 @@ class HybridIndex:
 
     def search(
         self,
-        queries: str | Sequence[str],
+        queries: str | Sequence[str] | np.ndarray,
         k: int = 10,
         *,
         fusion: str = DEFAULT_METHOD,
-        weights: Sequence[float] | None = None,
+        weights: Mapping[str, float] | None = None,
         depth: int = DEFAULT_DEPTH,
         rerank: int | None = None,
         blend: float | None = None,
@@ -284,18 +299,23 @@ class HybridIndex:
 
         Parameters
         ----------
-        queries : str or sequence of str
-            Query texts.
+        queries : str, sequence of str or 1-d numpy array of str
+            Query texts. An empty or blank one is a query without hits: it is not encoded,
+            and its row is all padding.
         k : int
             Hits per query (rows padded -1 / -inf as in every retriever).
-        fusion, weights : see ``fusion.fuse``
-            Weights in the order of ``retrievers``.
+        fusion : str
+            ``fusion.fuse``'s method.
+        weights : dict of str to float, optional
+            Fusion weight by retriever name (``retrievers``), e.g.
+            ``{"bm25": 1.0, "dense": 2.0}``; a retriever not named weighs 1.0. Finite, >= 0 and
+            not all 0 (``fusion.fuse``). None: 1.0 each.
         depth : int
             Hits each retriever hands to fusion (at least ``k`` is used).
         rerank : int, optional
             Fused hits per query the cross-encoder re-orders (``rerank.rerank``'s ``depth``;
             30 pairs of 48 tokens take a MiniLM-L6 int8 cross-encoder about 100 ms on 2 cores,
-            docs/reranking.md).
+            README "Fusion").
             Needs a reranker (``build``/``load``/``with_reranker``); when its gate refused
             it, the fused ranking is served and ``timings`` has no ``"rerank"``. None: no
             reranking.
@@ -303,8 +323,12 @@ class HybridIndex:
             ``rerank.rerank``'s blend weight of the cross-encoder against the fused rank;
             None uses what the reranker's validation chose.
         mmr : float, optional
-            MMR's lambda in ``[0, 1]`` (needs the dense leg): the top ``mmr_candidates`` (after
-            fusion and reranking) are re-ordered by maximal marginal relevance. None: no MMR.
+            MMR's lambda in ``[0, 1]`` (needs the dense leg): ``k`` hits are picked by maximal
+            marginal relevance (``mmr.mmr``) from the top ``max(k, mmr_candidates)`` after
+            fusion and reranking. None: no MMR.
+        mmr_candidates : int
+            Candidates MMR picks from, >= 1; at least ``k`` are used, so a row is short of
+            ``k`` hits only when fewer documents were retrieved.
         num_threads : int, optional
             Threads of the BM25, dense and SPLADE searches. The ONNX models run in the threads
             they were loaded with (``Encoder.load(num_threads=...)``, or ``num_threads`` of
@@ -319,10 +343,11 @@ class HybridIndex:
         ------
         ValueError, TypeError
             Bad queries or parameters (as the stages raise them); ``mmr`` without the dense leg;
-            ``rerank`` without a reranker.
+            ``rerank`` without a reranker; ``weights`` that name a retriever the index does
+            not combine (ValueError) or that are not a dict (TypeError).
         """
-        if isinstance(queries, str):
-            queries = [queries]
+        texts = check_queries(queries)
+        plan_weights = leg_weights(weights, self.retrievers)
         if mmr is not None and self._dense is None:
             raise ValueError(
                 "mmr needs the dense retriever; build with retrievers=('bm25', 'dense')"
@@ -332,67 +357,28 @@ class HybridIndex:
                 "rerank needs a cross-encoder: pass reranker=CrossEncoder.load(...) to build or "
                 "load, or use engine.with_reranker(...)"
             )
-        reranking = rerank is not None and self._verdict is not None and self._verdict.use
-        timings: dict[str, float] = {}
-        start = time.perf_counter()
-        candidates = max(
-            int(k), mmr_candidates if mmr is not None else 0, int(rerank or 0) if reranking else 0
+        verdict = self._verdict if rerank is not None else None
+        reranking = verdict is not None and verdict.use  # refused: serve the fused ranking
+        k = check_k(k)
+        plan = SearchPlan(
+            k=k,
+            fusion=fusion,
+            weights=plan_weights,
+            depth=check_int("depth", depth, 1),
+            rerank=check_int("rerank", rerank, 1) if reranking else None,
+            blend=blend if blend is not None or verdict is None else verdict.blend,
+            mmr=mmr,
+            mmr_pool=max(k, check_int("mmr_candidates", mmr_candidates, 1)),
         )
-        width = max(candidates, int(depth))
-        legs: list[SearchResult] = []
-        if self._bm25 is not None:
-            legs.append(self._bm25.search(queries, width, num_threads=num_threads))
-            timings["bm25"] = (time.perf_counter() - start) * 1000
-        query_vectors: Any = None
-        if self._dense is not None:
-            tick = time.perf_counter()
-            encoder = self._dense.encoder
-            assert encoder is not None  # build and load always give the dense leg one
-            # Encoded once here, so MMR reuses the vectors.
-            query_vectors = encoder.encode(list(queries))
-            legs.append(self._dense.search(query_vectors, width, num_threads=num_threads))
-            timings["dense"] = (time.perf_counter() - tick) * 1000
-        if self._splade is not None:
-            tick = time.perf_counter()
-            legs.append(self._splade.search(queries, width, num_threads=num_threads))
-            timings["splade"] = (time.perf_counter() - tick) * 1000
-        tick = time.perf_counter()
-        result = fuse(legs, candidates, method=fusion, weights=weights, depth=width)
-        timings["fusion"] = (time.perf_counter() - tick) * 1000
-        if reranking:
-            assert rerank is not None and self._reranker is not None and self._verdict
-            tick = time.perf_counter()
-            weight = blend if blend is not None else self._verdict.blend
-            result = rerank_hits(
-                result, list(queries), self._texts, self._reranker, depth=rerank, blend=weight
-            )
-            timings["rerank"] = (time.perf_counter() - tick) * 1000
-        if mmr is not None and self._dense is not None:
-            tick = time.perf_counter()
-            head = SearchResult(result.ids[:, :mmr_candidates], result.scores[:, :mmr_candidates])
-            result = mmr_rerank(head, query_vectors, self._dense.vectors, int(k), lambda_=mmr)
-            timings["mmr"] = (time.perf_counter() - tick) * 1000
-        timings["total"] = (time.perf_counter() - start) * 1000
-        return HybridResult(result.ids[:, : int(k)], result.scores[:, : int(k)], timings)
+        reranker = self._reranker if reranking else None
+        legs = Legs(self._bm25, self._dense, self._splade)
+        return run_search(plan, legs, texts, self._texts, reranker, num_threads)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to directory ``path`` atomically, every leg inside it."""
-        directories = {}
-        if self._bm25 is not None:
-            directories["bm25"] = self._bm25.save
-        if self._dense is not None:
-            directories["dense"] = self._dense.save
-        if self._splade is not None:
-            directories["splade"] = self._splade.save
-        metadata = {"retrievers": list(self.retrievers), "num_documents": len(self)}
-        write_index_dir(
-            path,
-            FORMAT,
-            FORMAT_VERSION,
-            metadata,
-            {**self._texts.arrays("text"), **self._titles.arrays("title")},
-            directories=directories,
-        )
+        """Write the index to directory ``path`` atomically, every leg inside it and the name
+        and variant of each leg's prepared model (layout in ``engine_format``)."""
+        legs = Legs(self._bm25, self._dense, self._splade)
+        write_engine(path, legs, self._texts, self._titles)
 
     @classmethod
     def load(
@@ -410,11 +396,12 @@ class HybridIndex:
         Parameters
         ----------
         encoder : TextEncoder, optional
-            For the dense leg's text queries; the default ``Encoder.load()`` when None. It must
-            be the model that built the index.
+            For the dense leg's text queries; it must be the model that built the index. None:
+            the prepared model ``save`` recorded, e.g. ``Encoder.load("all-MiniLM-L6-v2",
+            variant="int8")`` (the default ``Encoder.load()`` for an index saved before models
+            were recorded; required for a leg built with an encoder of your own).
         splade_encoder : SparseEncoder, optional
-            For the SPLADE leg; the default ``SpladeEncoder.load()`` when None. It must be the
-            model that built the index.
+            For the SPLADE leg, as ``encoder`` is for the dense one (``SpladeEncoder.load``).
         reranker : CrossEncoder, optional
             The cross-encoder of ``search(rerank=...)``, through its gate (``with_reranker``).
         num_threads : int, optional
@@ -426,47 +413,18 @@ class HybridIndex:
         ------
         IndexFormatError
             A missing, corrupt or foreign directory, or legs that disagree.
+        ValueError
+            An encoder of another model than the leg's, or none for a leg built with an
+            encoder that is not a prepared model.
+        ModelNotFoundError
+            No encoder given, and the recorded model is not prepared here.
         """
-        manifest, arrays = read_index_dir(path, FORMAT, FORMAT_VERSION, mmap=mmap)
-        try:
-            chosen = _check_retrievers(manifest["retrievers"])
-            n_docs = int(manifest["num_documents"])
-            texts = PackedStrings.from_arrays(arrays, n_docs, "text")
-            titles = PackedStrings.from_arrays(arrays, n_docs, "title")
-        except (KeyError, TypeError, ValueError) as exc:
-            raise IndexFormatError(
-                f"{path}: bad manifest entry ({exc}); rebuild the index"
-            ) from None
-        root = Path(path)
-        bm25 = BM25Index.load(root / "bm25", mmap=mmap) if "bm25" in chosen else None
-        dense = None
-        if "dense" in chosen:
-            if encoder is None:
-                from hybrid_engine.models.bi_encoder import Encoder
-
-                encoder = Encoder.load(num_threads=num_threads)
-            dense = DenseIndex.load(root / "dense", encoder=encoder, mmap=mmap)
-        splade = None
-        if "splade" in chosen:
-            if splade_encoder is None:
-                from hybrid_engine.models.splade import SpladeEncoder
-
-                splade_encoder = SpladeEncoder.load(num_threads=num_threads)
-            splade = SpladeIndex.load(root / "splade", encoder=splade_encoder, mmap=mmap)
-        for leg in (bm25, dense, splade):
-            if leg is not None and len(leg.doc_ids) != n_docs:
-                raise IndexFormatError(
-                    f"{path}: a leg holds {len(leg.doc_ids)} documents, the manifest {n_docs}; "
-                    "rebuild the index"
-                )
-        engine = cls(bm25, dense, splade, texts, titles)
+        legs, texts, titles = read_engine(
+            path,
+            encoder=encoder,
+            splade_encoder=splade_encoder,
+            num_threads=num_threads,
+            mmap=mmap,
+        )
+        engine = cls(*legs, texts, titles)
         return engine if reranker is None else engine.with_reranker(reranker)
-
-
-def _check_retrievers(retrievers: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(retrievers, str):
-        retrievers = [retrievers]
-    unknown = [r for r in retrievers if r not in RETRIEVERS]
-    if unknown or not retrievers:
-        raise ValueError(f"unknown retriever(s) {unknown or retrievers}; choose from {RETRIEVERS}")
-    return tuple(r for r in RETRIEVERS if r in retrievers)

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from hybrid_engine.checks import check_queries
 from hybrid_engine.protocols import PairScorer
 from hybrid_engine.results import PAD_ID, SearchResult
 
@@ -20,8 +21,8 @@ BLEND_RRF_K = 60
 
 def rerank(
     result: SearchResult,
-    queries: Sequence[str],
-    doc_texts: Sequence[str],
+    queries: Sequence[str] | np.ndarray,
+    doc_texts: Sequence[str] | np.ndarray,
     cross_encoder: PairScorer,
     *,
     depth: int = RERANK_DEPTH,
@@ -33,10 +34,11 @@ def rerank(
     ----------
     result : SearchResult
         The incoming ranking (fused, say): ids are positions into ``doc_texts``, ``-1`` pads.
-    queries : sequence of str
+    queries : sequence of str or 1-d numpy array of str
         The query text of each row of ``result``.
-    doc_texts : sequence of str
-        The passage text of each corpus position (what the cross-encoder reads).
+    doc_texts : sequence of str or 1-d numpy array of str
+        The passage text of each corpus position (what the cross-encoder reads), e.g.
+        ``HybridIndex.texts``; only the passages of the reranked hits are read.
     cross_encoder : CrossEncoder
         Any object with ``score(queries, passages) -> float32 (n,)``; called once, with the
         pairs of every row.
@@ -64,6 +66,8 @@ def rerank(
     ------
     ValueError
         ``len(queries) != len(result)``, ``depth < 1``, ``blend`` outside [0, 1].
+    TypeError
+        Queries that are not a batch of str (``checks.check_queries``).
     IndexError
         An id outside ``doc_texts``.
 
@@ -73,6 +77,7 @@ def rerank(
     """
     depth = _check_depth(depth)
     weight = _check_blend(blend)
+    queries = check_queries(queries)
     if len(queries) != len(result):
         raise ValueError(
             f"got {len(queries)} queries for a result of {len(result)} rows; give the query "
@@ -91,7 +96,7 @@ def rerank(
                     f"{len(doc_texts)} texts; give the texts of the corpus the result is over"
                 )
             pair_queries.append(queries[row])
-            pair_passages.append(doc_texts[int(position)])
+            pair_passages.append(str(doc_texts[int(position)]))
     ce_scores = (
         np.asarray(cross_encoder.score(pair_queries, pair_passages), dtype=np.float64)
         if pair_passages

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine import _core
-from hybrid_engine.checks import check_k, check_texts
+from hybrid_engine.checks import check_k, check_queries, nonblank_rows
 from hybrid_engine.corpus import ENCODE_CHUNK, DocIds, Document, iter_batches
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.lexical.postings import PostingsSearcher
@@ -196,7 +196,7 @@ class SpladeIndex:
 
     def search(
         self,
-        queries: str | Sequence[str] | SparseVectors,
+        queries: str | Sequence[str] | np.ndarray | SparseVectors,
         k: int = 10,
         *,
         num_threads: int | None = None,
@@ -205,9 +205,9 @@ class SpladeIndex:
 
         Parameters
         ----------
-        queries : str, sequence of str or SparseVectors
-            One query or a batch, each non-blank, encoded by ``encoder``; or query vectors
-            already encoded by it.
+        queries : str, sequence of str, 1-d numpy array of str, or SparseVectors
+            One query or a batch, encoded by ``encoder`` (an empty or blank query is not
+            encoded and gets an all-padding row); or query vectors already encoded by it.
         k : int
             Hits per query, >= 1. Hits are the documents sharing a term with the query; rows
             are padded (id -1, score -inf) when fewer documents match.
@@ -224,20 +224,27 @@ class SpladeIndex:
         Raises
         ------
         ValueError
-            ``k < 1``, a query that is empty or whitespace only, or malformed vectors.
+            ``k < 1``, or malformed vectors.
         TypeError
-            A query that is not ``str``.
+            Queries that are not a str or a batch of str (``checks.check_queries``).
         """
         k = check_k(k)
         if isinstance(queries, SparseVectors):
-            n = len(queries.offsets) - 1
-            encoded = check_vectors(queries, n, self.vocab_size)
-        else:
-            texts = check_texts(queries, "query")
-            n = len(texts)
-            encoded = check_vectors(self._encoder.encode(texts), n, self.vocab_size)
+            encoded = check_vectors(queries, len(queries.offsets) - 1, self.vocab_size)
+            return self._search_vectors(encoded, k, num_threads)
+        texts = check_queries(queries)
+        rows = nonblank_rows(texts)
+        if len(rows) == 0:
+            return SearchResult.empty(len(texts), k)
+        asked = [texts[row] for row in rows]
+        encoded = check_vectors(self._encoder.encode(asked), len(asked), self.vocab_size)
+        return self._search_vectors(encoded, k, num_threads).scattered(rows, len(texts))
+
+    def _search_vectors(
+        self, vectors: SparseVectors, k: int, num_threads: int | None
+    ) -> SearchResult:
         return self._searcher.search(
-            (encoded.terms, encoded.weights, encoded.offsets), k, num_threads
+            (vectors.terms, vectors.weights, vectors.offsets), k, num_threads
         )
 
     # -- persistence --------------------------------------------------------------------------

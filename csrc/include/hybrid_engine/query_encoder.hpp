@@ -19,14 +19,15 @@ struct EncodedQueries {
 
 /// Analyses queries exactly as the indexed documents were and maps terms to ids.
 ///
-/// Terms absent from the vocabulary are dropped, so a query can encode to no terms at all.
+/// Terms absent from the vocabulary are dropped, so a query can encode to no terms at all (an
+/// empty or blank query always does: it matches nothing).
 /// A term repeated in a query appears once, weighted by its count, and terms keep the order of
 /// their first occurrence. Immutable; const members are safe from many threads at once.
 class QueryEncoder {
 public:
     QueryEncoder(AnalyzerConfig config, StringTable vocabulary);
 
-    /// Throws std::invalid_argument naming the first query that is empty or whitespace only.
+    /// One CSR row per query, in order: an empty row for a query without an indexed term.
     EncodedQueries encode(const std::vector<std::string>& queries) const;
 
     const StringTable& vocabulary() const noexcept { return vocabulary_; }
@@ -35,8 +36,5 @@ private:
     Analyzer analyzer_;
     StringTable vocabulary_;
 };
-
-/// Whether `text` holds nothing but Unicode White_Space characters (true when empty).
-bool is_blank(std::string_view text) noexcept;
 
 }  // namespace hybrid_engine

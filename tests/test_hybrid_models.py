@@ -1,0 +1,116 @@
+"""A saved HybridIndex records the model (name and variant) of each model leg, and
+``HybridIndex.load`` loads that model by default: an index built with int8 models loads with
+them without being told."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from dense_oracle import HashingEncoder
+from sparse_oracle import HashingSparseEncoder
+
+from hybrid_engine import HybridIndex, ModelNotFoundError, SearchResult
+from hybrid_engine.errors import IndexFormatError
+from hybrid_engine.models.bi_encoder import Encoder
+from hybrid_engine.models.splade import SpladeEncoder
+from hybrid_engine.models.store import DEFAULT_MODEL, SPLADE_MODEL
+
+CORPUS = [
+    "vitamin d deficiency and multiple sclerosis",
+    "cats sleep most of the day",
+    "the stock market fell sharply",
+    "rivers carry stones to the sea",
+    "snow and wind over the mountains",
+    "a fire burned through the forest",
+]
+QUERIES = ["multiple sclerosis", "falling markets", "mountain weather"]
+
+
+def assert_same(got: SearchResult, expected: SearchResult) -> None:
+    np.testing.assert_array_equal(got.ids, expected.ids)
+    np.testing.assert_array_equal(got.scores, expected.scores)
+
+
+def manifest(path: Path) -> dict:
+    return json.loads((path / "manifest.json").read_text())
+
+
+def test_int8_models_are_recorded_and_loaded_by_default(
+    model_path: Path, splade_path: Path, tmp_path: Path
+) -> None:
+    encoder = Encoder.load(model_path, variant="int8", num_threads=1)
+    splade = SpladeEncoder.load(splade_path, variant="int8", num_threads=1)
+    engine = HybridIndex.build(
+        CORPUS, retrievers=("bm25", "dense", "splade"), encoder=encoder, splade_encoder=splade
+    )
+    engine.save(tmp_path / "int8")
+    assert manifest(tmp_path / "int8")["models"] == {
+        "dense": {"name": DEFAULT_MODEL, "variant": "int8"},
+        "splade": {"name": SPLADE_MODEL, "variant": "int8"},
+    }
+    loaded = HybridIndex.load(tmp_path / "int8", num_threads=1)  # no encoders given
+    assert (loaded.dense.encoder.name, loaded.dense.encoder.variant) == (DEFAULT_MODEL, "int8")
+    assert (loaded.splade.encoder.name, loaded.splade.encoder.variant) == (SPLADE_MODEL, "int8")
+    assert_same(loaded.search(QUERIES, 4), engine.search(QUERIES, 4))
+    # An encoder given explicitly is still used, and checked against the index's model.
+    again = HybridIndex.load(tmp_path / "int8", encoder=encoder, splade_encoder=splade)
+    assert again.dense.encoder is encoder
+    with pytest.raises(ValueError, match="built by the model"):
+        HybridIndex.load(tmp_path / "int8", encoder=Encoder.load(model_path, num_threads=1))
+
+
+def test_index_without_a_record_loads_the_default_model(model_path: Path, tmp_path: Path) -> None:
+    """An index saved before models were recorded: the default model, as before."""
+    engine = HybridIndex.build(CORPUS, encoder=Encoder.load(model_path, num_threads=1))
+    engine.save(tmp_path / "old")
+    data = manifest(tmp_path / "old")
+    del data["models"]
+    (tmp_path / "old" / "manifest.json").write_text(json.dumps(data))
+    loaded = HybridIndex.load(tmp_path / "old", num_threads=1)
+    assert loaded.dense.encoder.variant == "fp32"
+    assert_same(loaded.search(QUERIES, 4), engine.search(QUERIES, 4))
+
+
+def test_custom_encoders_are_recorded_as_none(tmp_path: Path) -> None:
+    engine = HybridIndex.build(
+        CORPUS,
+        retrievers=("bm25", "dense", "splade"),
+        encoder=HashingEncoder(),
+        splade_encoder=HashingSparseEncoder(),
+    )
+    engine.save(tmp_path / "custom")
+    assert manifest(tmp_path / "custom")["models"] == {"dense": None, "splade": None}
+    with pytest.raises(ValueError, match="the dense leg was built with an encoder that is not a"):
+        HybridIndex.load(tmp_path / "custom")
+    with pytest.raises(ValueError, match=r"pass splade_encoder= to HybridIndex\.load"):
+        HybridIndex.load(tmp_path / "custom", encoder=HashingEncoder())
+    loaded = HybridIndex.load(
+        tmp_path / "custom", encoder=HashingEncoder(), splade_encoder=HashingSparseEncoder()
+    )
+    assert_same(loaded.search(QUERIES, 4), engine.search(QUERIES, 4))
+
+
+@pytest.mark.parametrize(
+    ("record", "error", "match"),
+    [
+        (
+            {"dense": {"name": "not-prepared-here", "variant": "fp32"}},
+            ModelNotFoundError,
+            "built with the dense model 'not-prepared-here' \\(fp32\\).*pass encoder=",
+        ),
+        ({"dense": {"name": "x"}}, IndexFormatError, "bad manifest entry"),
+        ({"dense": {"name": "x", "variant": "int4"}}, IndexFormatError, "bad manifest entry"),
+        ({"dense": ["x", "fp32"]}, IndexFormatError, "bad manifest entry"),
+        ([], IndexFormatError, "bad manifest entry"),
+    ],
+)
+def test_bad_or_missing_records(tmp_path: Path, record, error, match: str) -> None:
+    HybridIndex.build(CORPUS, encoder=HashingEncoder()).save(tmp_path / "h")
+    data = manifest(tmp_path / "h")
+    data["models"] = record
+    (tmp_path / "h" / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(error, match=match):
+        HybridIndex.load(tmp_path / "h")
