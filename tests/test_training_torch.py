@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_engine.training.trainer import TRAINING_RECORD, listwise_loss, train_reranker
+from hybrid_engine.training import TRAINING_RECORD, train_reranker
+from hybrid_engine.training.loop import listwise_loss
 
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -28,7 +29,7 @@ def tiny_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
         import torch
         import transformers
 
-        from hybrid_engine.training.trainer import base_model_path
+        from hybrid_engine.training.model import base_model_path
 
         base = base_model_path()
     except Exception as exc:  # ImportError, or HybridEngineError naming the extra
@@ -54,7 +55,7 @@ def tiny_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_listwise_loss_decreases_on_a_fixed_batch(tiny_source: Path) -> None:
     import torch
 
-    from hybrid_engine.training.trainer import load_base
+    from hybrid_engine.training.model import load_base
 
     model, tokenizer = load_base(tiny_source, max_length=32)
     queries = ["vitamin d and bones"] * 3 + ["aspirin and the heart"] * 3
