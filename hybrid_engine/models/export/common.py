@@ -1,12 +1,12 @@
 """The export steps shared by every model preparation (bi-encoder, SPLADE, cross-encoder).
 
 Needs the ``export`` extra (PyTorch, optimum-onnx); the runtime never imports this module.
-``export_model`` turns a local Hugging Face folder into the files of a prepared model folder:
-optimum exports the transformer, ONNX Runtime's transformer optimizer fuses attention, skip
-layer norms and bias GELU, an optional int8 variant gets dynamically quantized per-channel
-weights, and the tokenizer is reset to no padding with truncation at ``max_length``.
-``write_checked`` stages the folder, lets the caller check it against PyTorch, and only then
-writes it in place.
+Every kind runs the same staged flow, ``prepare_checked``, over its ``Recipe``: optimum exports
+the transformer, ONNX Runtime's transformer optimizer fuses attention, skip layer norms and
+bias GELU, an optional int8 variant gets dynamically quantized per-channel weights, and the
+tokenizer is reset to no padding with truncation at ``max_length`` (``export_model``); the
+folder is staged, its fp32 graph is checked against PyTorch on the kind's check inputs, and
+only then is it written in place, atomically.
 """
 
 from __future__ import annotations
@@ -15,13 +15,17 @@ import importlib
 import importlib.metadata
 import json
 import shutil
+import tempfile
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hybrid_engine.errors import HybridEngineError
+from hybrid_engine.models.export.agreement import Limit, broken_limits, format_figures
 from hybrid_engine.models.store import FORMAT, FORMAT_VERSION, TOKENIZER_FILE, VARIANT_FILES
 from hybrid_engine.storage import write_index_dir
 
@@ -34,6 +38,14 @@ INT8_QUANTIZATION = {
     "weight_type": "QInt8",
     "per_channel": True,
 }
+CHECK_TEXTS = (
+    "Vitamin D deficiency raises the risk of multiple sclerosis.",
+    "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
+    "short",
+    "The quick brown fox jumps over the lazy dog. " * 40,  # past max_length: truncated
+)
+"""The texts a prepared text encoder (bi-encoder, SPLADE) is checked on: two claims, a single
+word, and one past any ``max_length``."""
 
 
 def require(module: str, purpose: str = "preparing models") -> Any:
@@ -138,6 +150,120 @@ def export_model(
     return Exported({path.name: _copier(path) for path in files}, variants, export)
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """One model kind's part of a preparation: what to export, and how to check it.
+
+    Attributes
+    ----------
+    source : Path
+        The local Hugging Face folder exported.
+    task, max_length, pair, transform
+        As in ``export_model``.
+    metadata : dict
+        The kind's manifest entries (name, kind, source, dims...); the flow adds ``variants``
+        and ``export``.
+    outputs : callable
+        ``outputs(staged, variant)``: the staged folder's outputs on the kind's check inputs,
+        one row (or value) per input.
+    reference : callable
+        ``reference()``: PyTorch's outputs on the same inputs.
+    torch_figures : callable
+        ``torch_figures(fp32_outputs, reference)``: the figures recorded in the manifest's
+        ``export``.
+    torch_limits : tuple of Limit
+        Limits of those figures; the preparation fails when one is broken.
+    int8_figures : callable, optional
+        ``int8_figures(int8_outputs, reference)``: figures of the int8 variant.
+    int8_limits : tuple of Limit
+        Limits of those figures; the preparation fails when one is broken.
+    """
+
+    source: Path
+    task: str
+    max_length: int
+    pair: bool
+    metadata: dict[str, Any]
+    outputs: Callable[[Path, str], np.ndarray]
+    reference: Callable[[], np.ndarray]
+    torch_figures: Callable[[np.ndarray, np.ndarray], dict[str, float]]
+    torch_limits: tuple[Limit, ...]
+    int8_figures: Callable[[np.ndarray, np.ndarray], dict[str, float]] | None = None
+    int8_limits: tuple[Limit, ...] = ()
+    transform: Callable[[Any], None] | None = None
+
+
+def already_prepared(target: Path, force: bool, log: Callable[[str], None]) -> bool:
+    """Whether ``target`` holds a prepared model to keep (it does, and ``force`` is off)."""
+    if (target / "manifest.json").is_file() and not force:
+        log(f"{target} is already prepared (use --force to prepare it again)")
+        return True
+    return False
+
+
+def prepare_checked(
+    target: Path, recipe: Recipe, *, int8: bool, log: Callable[[str], None]
+) -> Path:
+    """Export ``recipe``'s model, stage the folder, check it, then write it at ``target``.
+
+    Returns
+    -------
+    Path
+        ``target``.
+
+    Raises
+    ------
+    HybridEngineError
+        The export extra is missing, the fusions did not apply, or a check figure broke its
+        limit (``target`` is then left untouched).
+    """
+    with tempfile.TemporaryDirectory(prefix="hybrid_engine-export-") as tmp:
+        work = Path(tmp)
+        exported = export_model(
+            recipe.source,
+            work,
+            task=recipe.task,
+            max_length=recipe.max_length,
+            pair=recipe.pair,
+            int8=int8,
+            log=log,
+            transform=recipe.transform,
+        )
+        metadata = {**recipe.metadata, "variants": exported.variants, "export": exported.export}
+        staged = work / "staged"
+        write_index_dir(staged, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
+        reference = recipe.reference()
+        figures = recipe.torch_figures(recipe.outputs(staged, "fp32"), reference)
+        _check("fp32 ONNX vs PyTorch", figures, recipe.torch_limits, log, REPORT)
+        if int8 and recipe.int8_figures is not None:
+            int8_figures = recipe.int8_figures(recipe.outputs(staged, "int8"), reference)
+            _check("int8 ONNX vs PyTorch", int8_figures, recipe.int8_limits, log, NO_INT8)
+            figures |= int8_figures
+        metadata["export"].update(figures)
+        write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
+    log(f"prepared {target}")
+    return target
+
+
+REPORT = "please report this with your package versions"
+NO_INT8 = "prepare without int8 (--no-int8)"
+
+
+def _check(
+    what: str,
+    figures: dict[str, float],
+    limits: tuple[Limit, ...],
+    log: Callable[[str], None],
+    fix: str,
+) -> None:
+    log(f"{what}: {format_figures(figures)}")
+    broken = broken_limits(figures, limits)
+    if broken:
+        raise HybridEngineError(
+            f"{what} disagree ({format_figures(figures)}; needs {', '.join(broken)}); {fix}"
+        )
+
+
 def _export_fused(
     source: Path, work: Path, task: str, config: dict, transform: Callable[[Any], None] | None
 ) -> tuple[Path, dict]:
@@ -170,25 +296,6 @@ def _export_fused(
     path = work / VARIANT_FILES["fp32"]
     model.save_model_to_file(str(path))
     return path, fused
-
-
-def write_checked(
-    target: Path,
-    work: Path,
-    metadata: dict[str, Any],
-    exported: Exported,
-    check: Callable[[Path], dict[str, float]],
-) -> None:
-    """Stage the prepared folder (``exported``'s files and a manifest of ``metadata``) under
-    ``work``, run ``check`` on it, then write it at ``target`` atomically.
-
-    ``check`` raises when the staged model is wrong, and returns figures that are recorded in
-    ``metadata["export"]``; a failed check leaves ``target`` untouched.
-    """
-    staged = work / "staged"
-    write_index_dir(staged, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
-    metadata["export"].update(check(staged))
-    write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
 
 
 def _quantize(fp32: Path, work: Path) -> Path:

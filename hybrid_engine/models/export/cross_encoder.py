@@ -8,14 +8,14 @@ cross-encoder/ms-marco-MiniLM-L-6-v2, or one trained by the engine); nothing is 
 Steps: export with optimum (``text-classification``, the logit), fuse and quantize as the
 bi-encoder (``onnx_export``), reset the tokenizer to no padding and pair truncation at the
 model's ``max_length``, check the fp32 logits against PyTorch on real (query, passage) pairs,
-and write the folder atomically with a manifest (``model_store``).
+and write the folder atomically with a manifest (``model_store``): the staged flow of
+``common.prepare_checked``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,14 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.errors import HybridEngineError
-from hybrid_engine.models.export.common import export_model, read_json, require, write_checked
+from hybrid_engine.models.export.agreement import Limit
+from hybrid_engine.models.export.common import (
+    Recipe,
+    already_prepared,
+    prepare_checked,
+    read_json,
+    require,
+)
 from hybrid_engine.models.store import CROSS_ENCODER, models_dir
 
 MAX_LENGTH_CAP = 512
@@ -101,28 +108,38 @@ def _weights_sha256(source: Path) -> dict[str, str]:
     return digests
 
 
-def _check_against_torch(source: Path, staged: Path) -> float:
-    """Largest relative logit difference between the staged fp32 graph and PyTorch."""
-    torch = require("torch")
-    transformers = require("transformers")
+def _check_queries_passages() -> tuple[list[str], list[str]]:
+    queries, passages = (list(texts) for texts in zip(*CHECK_PAIRS, strict=True))
+    return queries, passages
+
+
+def _outputs(staged: Path, variant: str) -> np.ndarray:
+    """The staged model's logits of ``CHECK_PAIRS``."""
     from hybrid_engine.models.cross_encoder import CrossEncoder
 
-    ours = CrossEncoder.load(staged)
-    queries, passages = (list(texts) for texts in zip(*CHECK_PAIRS, strict=True))
+    return CrossEncoder.load(staged, variant=variant).score(*_check_queries_passages())
+
+
+def _torch_reference(source: Path, max_length: int) -> np.ndarray:
+    """PyTorch's logits of ``CHECK_PAIRS``, the passage truncated to fit ``max_length``."""
+    torch = require("torch")
+    transformers = require("transformers")
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
     model = transformers.AutoModelForSequenceClassification.from_pretrained(str(source)).eval()
     batch = tokenizer(
-        queries,
-        passages,
+        *_check_queries_passages(),
         padding=True,
         truncation="only_second",
-        max_length=ours.max_length,
+        max_length=max_length,
         return_tensors="pt",
     )
     with torch.inference_mode():
-        reference = model(**batch).logits[:, 0].numpy()
-    diff = np.abs(ours.score(queries, passages) - reference) / np.maximum(1.0, np.abs(reference))
-    return float(diff.max())
+        return model(**batch).logits[:, 0].numpy()
+
+
+def _relative_diff(ours: np.ndarray, reference: np.ndarray) -> dict[str, float]:
+    diff = np.abs(ours - reference) / np.maximum(1.0, np.abs(reference))
+    return {"torch_max_logit_diff": float(diff.max())}
 
 
 def prepare_cross_encoder(
@@ -173,47 +190,27 @@ def prepare_cross_encoder(
     if not name or name != Path(name).name or name in (".", ".."):
         raise HybridEngineError(f"model name {name!r} must be a plain folder name")
     target = Path(output) if output is not None else models_dir() / name
-    if (target / "manifest.json").is_file() and not force:
-        log(f"{target} is already prepared (use --force to prepare it again)")
+    if already_prepared(target, force, log):
         return target
     settings = _source_settings(source)
-    training = read_json(source / TRAINING_FILE) if (source / TRAINING_FILE).is_file() else None
-    with tempfile.TemporaryDirectory(prefix="hybrid_engine-export-") as tmp:
-        work = Path(tmp)
-        exported = export_model(
-            source,
-            work,
-            task="text-classification",
-            max_length=settings["max_length"],
-            pair=True,
-            int8=int8,
-            log=log,
-        )
-        metadata: dict[str, Any] = {
-            "name": name,
-            "kind": CROSS_ENCODER,
-            "source": {"path": str(source), "weights_sha256": _weights_sha256(source)},
-            "num_labels": settings["num_labels"],
-            "max_length": settings["max_length"],
-            "variants": exported.variants,
-            "export": exported.export,
-        }
-        if training is not None:
-            metadata["training"] = training
-
-        def check(staged: Path) -> dict[str, float]:
-            diff = _check_against_torch(source, staged)
-            log(
-                f"fp32 ONNX vs PyTorch: largest logit difference {diff:.2e} on "
-                f"{len(CHECK_PAIRS)} pairs"
-            )
-            if diff > MAX_TORCH_DIFF:
-                raise HybridEngineError(
-                    f"the exported graph disagrees with PyTorch (logit difference {diff:.2e} > "
-                    f"{MAX_TORCH_DIFF}); please report this with your package versions"
-                )
-            return {"torch_max_logit_diff": diff}
-
-        write_checked(target, work, metadata, exported, check)
-    log(f"prepared {target}")
-    return target
+    metadata: dict[str, Any] = {
+        "name": name,
+        "kind": CROSS_ENCODER,
+        "source": {"path": str(source), "weights_sha256": _weights_sha256(source)},
+        "num_labels": settings["num_labels"],
+        "max_length": settings["max_length"],
+    }
+    if (source / TRAINING_FILE).is_file():
+        metadata["training"] = read_json(source / TRAINING_FILE)
+    recipe = Recipe(
+        source=source,
+        task="text-classification",
+        max_length=settings["max_length"],
+        pair=True,
+        metadata=metadata,
+        outputs=_outputs,
+        reference=lambda: _torch_reference(source, settings["max_length"]),
+        torch_figures=_relative_diff,
+        torch_limits=(Limit("torch_max_logit_diff", MAX_TORCH_DIFF, at_least=False),),
+    )
+    return prepare_checked(target, recipe, int8=int8, log=log)
