@@ -64,3 +64,20 @@ def least_cosine(ours: np.ndarray, reference: np.ndarray) -> float:
 def max_abs_diff(ours: np.ndarray, reference: np.ndarray) -> float:
     """The largest absolute difference between two arrays of one shape."""
     return float(np.abs(ours - reference).max())
+
+
+def spearman(ours: np.ndarray, reference: np.ndarray) -> float:
+    """Spearman's rank correlation of two score vectors (NaN when either is constant)."""
+    ours_ranks, reference_ranks = (
+        np.argsort(np.argsort(scores, kind="stable")).astype(np.float64)
+        for scores in (ours, reference)
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(np.corrcoef(ours_ranks, reference_ranks)[0, 1])
+
+
+def max_diff_per_spread(ours: np.ndarray, reference: np.ndarray) -> float:
+    """The largest absolute score difference over the standard deviation of ``reference``
+    (inf when ``reference`` is constant)."""
+    spread = float(np.std(reference))
+    return max_abs_diff(ours, reference) / spread if spread > 0 else float("inf")

