@@ -9,6 +9,9 @@ on test is shown only for reference (chosen on test, it is not a result)::
 
     PYTHONPATH=. python scripts/rerank_report.py PREPARED_FOLDER [--variant int8]
         [--max-length N] [--collections scifact,med] [--json report.json]
+
+By default the model loads as its validation gate scored it (the recorded variant and
+max_length), so the test figures are those of the validated configuration.
 """
 
 from __future__ import annotations
@@ -34,9 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATASET.parent)
     parser.add_argument("--collections", default=",".join(COLLECTIONS))
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--variant", default="int8", choices=("fp32", "int8"))
     parser.add_argument(
-        "--max-length", type=int, default=None, help="tokens per pair (default: the model's)"
+        "--variant", default=None, choices=("fp32", "int8"), help="default: the validated one"
+    )
+    parser.add_argument(
+        "--max-length", type=int, default=None, help="tokens per pair (default: the validated)"
     )
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     args = parser.parse_args(argv)
@@ -52,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     max_length = cross_encoder.max_length
     print(
         f"{args.model}: validation gate {'accepted' if gate['accepted'] else 'refused'} "
-        f"(mode {gate['mode']}, blend weight {weight}), {args.variant}, max_length {max_length}"
+        f"(mode {gate['mode']}, blend weight {weight}), {cross_encoder.variant}, max_length "
+        f"{max_length}"
     )
     print("| collection | queries | fused | reranked | blend (gate's weight) | best blend (test) |")
     print("|---|---|---|---|---|---|")

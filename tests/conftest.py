@@ -113,6 +113,109 @@ CROSS_ENCODER_TRAINING = {
 in the trainer's shape, accepted, so the engine reranks with it)."""
 
 
+TINY_BERT = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2}
+"""A 2-layer, 32-wide BERT: exports, checks and trains in seconds."""
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "special_tokens_map.json",
+)
+
+
+def _tiny_bert(folder: Path, architecture: str, head_std: float | None = None, **config) -> None:
+    """Save a seeded random ``transformers.<architecture>`` of ``TINY_BERT`` size in ``folder``,
+    with all-MiniLM-L6-v2's tokenizer files; ``head_std`` redraws its classifier weights with
+    that spread (so that scores spread like a trained model's)."""
+    torch, transformers, weights = _export_extra("a tiny test model")
+    import shutil
+
+    base = Path(weights.get_model_path())
+    torch.manual_seed(0)
+    vocab_size = transformers.AutoConfig.from_pretrained(str(base)).vocab_size
+    bert = transformers.BertConfig(
+        vocab_size=vocab_size, intermediate_size=64, **TINY_BERT, **config
+    )
+    model = getattr(transformers, architecture)(bert)
+    if head_std is not None:
+        with torch.no_grad():
+            model.classifier.weight.normal_(0.0, head_std)
+    model.save_pretrained(str(folder))
+    for name in TOKENIZER_FILES:
+        shutil.copy(base / name, folder / name)
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random BERT with one logit, as ``from_pretrained`` initialises one (a base to
+    train from)."""
+    folder = tmp_path_factory.mktemp("tiny-bert") / "tiny-bert"
+    _tiny_bert(folder, "BertForSequenceClassification", num_labels=1)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random BERT cross-encoder folder whose scores depend on the pair: weights of
+    std 0.3 (at 0.02 every pair gets nearly the same score) and a head of std 2."""
+    folder = tmp_path_factory.mktemp("tiny-cross-encoder") / "tiny-ce"
+    _tiny_bert(
+        folder,
+        "BertForSequenceClassification",
+        head_std=2.0,
+        num_labels=1,
+        initializer_range=0.3,
+    )
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_bi_encoder_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random BERT (weights of std 0.3, so that its layers shape the output) as a
+    mean-pooled, normalised sentence-transformers folder."""
+    import json
+
+    folder = tmp_path_factory.mktemp("tiny-bi-encoder") / "tiny-st"
+    _tiny_bert(folder, "BertModel", initializer_range=0.3)
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps({"pooling_mode_mean_tokens": True})
+    )
+    modules = [f"sentence_transformers.models.{m}" for m in ("Transformer", "Pooling", "Normalize")]
+    (folder / "modules.json").write_text(json.dumps([{"type": t} for t in modules]))
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 64}))
+    return folder
+
+
+@pytest.fixture
+def broken_int8(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Preparations in the test quantize as usual, then overwrite every 8-bit tensor of the
+    graph (weights, embeddings, zero points) with seeded random values: an int8 graph that
+    runs but disagrees with its fp32 graph."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    from hybrid_engine.models.export import common
+
+    quantize = common._quantize
+
+    def corrupted(fp32: Path, work: Path) -> Path:
+        path = quantize(fp32, work)
+        model = onnx.load(str(path))
+        rng = np.random.default_rng(0)
+        for tensor in model.graph.initializer:
+            if tensor.data_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8):
+                values = numpy_helper.to_array(tensor)
+                bits = np.iinfo(values.dtype)
+                noise = rng.integers(bits.min, bits.max, values.shape, values.dtype, endpoint=True)
+                tensor.CopyFrom(numpy_helper.from_array(noise, tensor.name))
+        onnx.save(model, str(path))
+        return path
+
+    monkeypatch.setattr(common, "_quantize", corrupted)
+
+
 @pytest.fixture(scope="session")
 def cross_encoder_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A BERT cross-encoder folder: all-MiniLM-L6-v2's layers with a seeded random one-logit

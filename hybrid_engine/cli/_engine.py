@@ -43,7 +43,12 @@ def add_reranker_options(parser: argparse.ArgumentParser) -> None:
         help="cross-encoder reranking the fused hits: a prepared folder or its name in "
         f"{models_dir()}",
     )
-    parser.add_argument("--rerank-variant", choices=VARIANTS, default="int8")
+    parser.add_argument(
+        "--rerank-variant",
+        choices=VARIANTS,
+        default=None,
+        help="cross-encoder variant (default: the one its validation gate scored)",
+    )
     parser.add_argument(
         "--rerank-max-length",
         type=int,

@@ -42,16 +42,17 @@ class BuildOptions:
     reranker : str or path-like, optional
         The ``rerank`` configuration's cross-encoder: a prepared folder, or the name of one in
         ``model_store.models_dir()``.
-    rerank_variant : {"int8", "fp32"}
-        Its variant.
+    rerank_variant : {"int8", "fp32"}, optional
+        Its variant; when None, the one its validation gate scored (``CrossEncoder.load``).
     rerank_max_length : int, optional
-        Tokens per (query, passage) pair; the model's ``max_length`` when None.
+        Tokens per (query, passage) pair; when None, the validated ``max_length``, else the
+        model's.
     """
 
     num_threads: int | None = None
     show_progress: bool = False
     reranker: str | os.PathLike[str] | None = None
-    rerank_variant: str = "int8"
+    rerank_variant: str | None = None
     rerank_max_length: int | None = None
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,25 +74,30 @@ class CrossEncoder(OnnxModel):
         cls,
         path: str | os.PathLike[str],
         *,
-        variant: str = "fp32",
+        variant: str | None = None,
         num_threads: int | None = None,
         max_length: int | None = None,
     ) -> CrossEncoder:
         """Load a prepared cross-encoder folder.
+
+        By default a model the engine trained loads as its validation gate scored it (the
+        ``variant`` and ``max_length`` of the training record's ``validation``), so that what
+        is served is what was validated; give either only to serve another configuration.
 
         Parameters
         ----------
         path : path-like
             The folder, or the name of a model prepared into ``model_store.models_dir()``
             (a plain name that is not an existing folder).
-        variant : {"fp32", "int8"}
+        variant : {"fp32", "int8"}, optional
             The full-precision graph, or dynamically quantized int8 weights (faster, slightly
-            different scores).
+            different scores). None: the validated variant, else ``"fp32"``.
         num_threads : int, optional
             ONNX Runtime intra-op threads; all cores when None.
         max_length : int, optional
-            Tokens per pair, special tokens included, at most the model's ``max_length`` (the
-            default). Shorter pairs are faster: this is the passage truncation.
+            Tokens per pair, special tokens included, at most the model's ``max_length``.
+            Shorter pairs are faster: this is the passage truncation. None: the validated
+            ``max_length``, else the model's.
 
         Raises
         ------
@@ -104,7 +109,14 @@ class CrossEncoder(OnnxModel):
         ValueError
             ``max_length`` is not an int between 8 and the model's ``max_length``.
         """
-        return cls(read_model(path, kind=CROSS_ENCODER), variant, num_threads, max_length)
+        info = read_model(path, kind=CROSS_ENCODER)
+        validated = _validated_configuration(info.manifest)
+        return cls(
+            info,
+            variant if variant is not None else validated.get("variant", "fp32"),
+            num_threads,
+            max_length if max_length is not None else validated.get("max_length"),
+        )
 
     @property
     def max_length(self) -> int:
@@ -234,6 +246,16 @@ class CrossEncoder(OnnxModel):
             feed = pad_encodings([pairs[p] for p in positions], self._inputs)
             out[positions] = self._session.run(None, feed)[0][:, 0]
         return out
+
+
+def _validated_configuration(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``variant`` and ``max_length`` a prepared model's validation gate scored, from its
+    manifest's ``training["validation"]``; empty when the record names none."""
+    training = manifest.get("training")
+    validation = training.get("validation") if isinstance(training, Mapping) else None
+    if not isinstance(validation, Mapping):
+        return {}
+    return {key: validation[key] for key in ("variant", "max_length") if validation.get(key)}
 
 
 def _check_max_length(max_length: int | None, info: ModelInfo) -> int:

@@ -145,9 +145,17 @@ class ModelInfo:
         Raises
         ------
         ModelNotFoundError
-            The folder was prepared without that variant.
+            The folder was prepared without that variant (``--no-int8``, or an int8 graph
+            that disagreed with the fp32 one was dropped; the message says which).
         """
         if variant not in self.variants:
+            dropped = self.manifest.get("export", {}).get("int8_vs_fp32", {})
+            if variant == "int8" and dropped.get("kept") is False:
+                raise ModelNotFoundError(
+                    f"{self.path} has no 'int8' variant: preparation dropped it because it "
+                    f"disagreed with the fp32 graph (needs {', '.join(dropped['limits'])}; see "
+                    "the manifest's export.int8_vs_fp32); load variant='fp32'"
+                )
             raise ModelNotFoundError(
                 f"{self.path} has no {variant!r} variant (it has {sorted(self.variants)}); run "
                 f"`{PREPARE_COMMANDS[self.kind]} --force` without --no-int8 to prepare every "

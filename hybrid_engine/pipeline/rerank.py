@@ -138,16 +138,22 @@ class RerankerVerdict:
         cross-encoder order.
     message : str
         One line saying what was decided and why.
+    variant, max_length : str, int or None
+        The configuration validation scored (``CrossEncoder.load`` defaults to it); None when
+        the record does not say (a model validated before the gate recorded it).
     """
 
     use: bool
     blend: float | None
     message: str
+    variant: str | None = None
+    max_length: int | None = None
 
 
 def reranker_verdict(name: str, training: Mapping[str, Any] | None) -> RerankerVerdict:
     """The verdict of ``training["validation"]`` (the record ``hybrid-engine train-reranker``
-    writes: ``accepted``, ``mode``, ``blend_weight``, ``fused``, ``best``).
+    writes: ``accepted``, ``mode``, ``blend_weight``, ``fused``, ``best``, and the served
+    ``variant`` and ``max_length`` with the ``p_value`` of its paired test when recorded).
 
     A model without a training record (one prepared from a folder the engine did not train)
     is used as given, in plain cross-encoder order: check it on data of your own with
@@ -165,20 +171,29 @@ def reranker_verdict(name: str, training: Mapping[str, Any] | None) -> RerankerV
         accepted, mode = bool(record["accepted"]), str(record["mode"])
         fused, best = float(record["fused"]), float(record["best"])
         weight = None if record["blend_weight"] is None else float(record["blend_weight"])
+        variant = None if record.get("variant") is None else str(record["variant"])
+        max_length = None if record.get("max_length") is None else int(record["max_length"])
+        p_value = None if record.get("p_value") is None else float(record["p_value"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{name}: unreadable validation record ({exc!r})") from None
+    scored = f" ({variant}, {max_length} tokens per pair)" if variant is not None else ""
+    evidence = f", p={p_value:.4f}" if p_value is not None else ""
     if not accepted:
         return RerankerVerdict(
             False,
             None,
-            f"{name} did not beat the fused ranking on its validation queries (nDCG@10 fused "
-            f"{fused:.4f}, best {best:.4f}); serving the fused ranking",
+            f"{name} did not beat the fused ranking on its validation queries{scored} (nDCG@10 "
+            f"fused {fused:.4f}, best {best:.4f}{evidence}); serving the fused ranking",
+            variant,
+            max_length,
         )
     how = f"blend weight {weight}" if mode == "blend" else "cross-encoder order"
     return RerankerVerdict(
         True,
         weight if mode == "blend" else None,
-        f"{name}: validation nDCG@10 {best:.4f} against fused {fused:.4f}; {how}",
+        f"{name}: validation nDCG@10 {best:.4f} against fused {fused:.4f}{evidence}{scored}; {how}",
+        variant,
+        max_length,
     )
 
 

