@@ -285,7 +285,9 @@ def test_eval_bm25_dense_and_hybrid_together(shared_data: Path, tmp_path: Path, 
     assert set(figures["hybrid"]) == set(figures["bm25"]) | stages
     assert figures["hybrid"]["dense_p50_ms"] <= figures["hybrid"]["p50_ms"]
     assert figures["bm25"]["ndcg@10"] == pytest.approx(0.676, abs=0.002)  # bm25s: 0.676
-    assert figures["dense"]["ndcg@10"] == pytest.approx(0.645, abs=0.005)  # MTEB: 0.645
+    # The published fp32 figure (MTEB: 0.645); the default int8 variant is held to it within
+    # 0.01, the largest per-collection move measured for int8 (docs/quantization.md).
+    assert figures["dense"]["ndcg@10"] == pytest.approx(0.645, abs=0.01)
 
 
 def test_eval_rerank_needs_a_reranker(shared_data: Path, capsys) -> None:
