@@ -173,7 +173,7 @@ class _Refusing:
 
 def test_hnswlib_refusal_falls_back_to_exact() -> None:
     index = DenseIndex.from_vectors(VECTORS, exact_threshold=10)
-    index._graph = _Refusing()
+    index._store._graph = _Refusing()
     assert_equals_oracle(index.search(QUERIES, 10), VECTORS, QUERIES, 10, "cosine")
 
 
@@ -211,7 +211,7 @@ def test_add_on_the_graph_path() -> None:
     for start in range(1000, 3000, 250):  # the graph grows past its capacity several times
         index.add(GRAPH_VECTORS[start : start + 250])
     assert index.uses_graph and len(index) == 3000
-    assert index._graph.element_count == 3000
+    assert index._store._graph.element_count == 3000
     truth = knn_float64(GRAPH_VECTORS, GRAPH_QUERIES, 10, "cosine")
     assert recall(index.search(GRAPH_QUERIES, 10).ids, truth) >= 0.99
     assert_equals_oracle(
@@ -229,8 +229,8 @@ def test_add_crossing_the_threshold_builds_the_graph() -> None:
     index.add(GRAPH_VECTORS[150:200])
     assert not index.uses_graph  # 200 is still at the threshold
     index.add(GRAPH_VECTORS[200:600])
-    assert index.uses_graph and index._graph.element_count == 600
-    assert index._graph.ef == index.ef_search
+    assert index.uses_graph and index._store._graph.element_count == 600
+    assert index._store._graph.ef == index.ef_search
     truth = knn_float64(GRAPH_VECTORS[:600], GRAPH_QUERIES, 10, "cosine")
     assert recall(index.search(GRAPH_QUERIES, 10).ids, truth) >= 0.99
 
@@ -243,13 +243,13 @@ def test_a_failed_graph_insert_drops_the_graph_and_adds_nothing() -> None:
             raise MemoryError("simulated")
 
     index = DenseIndex.from_vectors(VECTORS[:200], exact_threshold=50)
-    index._graph = Failing()
+    index._store._graph = Failing()
     with pytest.raises(MemoryError, match="simulated"):
         index.add(VECTORS[200:])
     assert len(index) == 200 and not index.uses_graph
     assert_equals_oracle(index.search(QUERIES, 5), VECTORS[:200], QUERIES, 5, "cosine")
     index.add(VECTORS[200:])  # builds the graph again
-    assert index.uses_graph and index._graph.element_count == 300
+    assert index.uses_graph and index._store._graph.element_count == 300
 
 
 def test_add_texts_and_ids() -> None:
@@ -426,7 +426,7 @@ def test_properties() -> None:
         33,
         100,
     )
-    assert index.uses_graph and index._graph.ef == 33 and index.encoder is None
+    assert index.uses_graph and index._store._graph.ef == 33 and index.encoder is None
     assert index.doc_ids[299] == "v299" and index.encoder_model_hash is None
     assert repr(index) == (
         "DenseIndex(300 documents, dim=16, metric='cosine', HNSW m=8 ef_construction=50 "
@@ -437,7 +437,7 @@ def test_properties() -> None:
     with pytest.raises(ValueError, match="read-only"):
         index.vectors[0, 0] = 1
     index.ef_search = 77
-    assert index.ef_search == 77 and index._graph.ef == 77
+    assert index.ef_search == 77 and index._store._graph.ef == 77
     ip = DenseIndex.from_vectors(np.asfortranarray(VECTORS), metric="ip")
     np.testing.assert_array_equal(ip.vectors, VECTORS)
     assert ip.vectors.flags.c_contiguous and ip.vectors.dtype == np.float32

@@ -65,9 +65,9 @@ def test_roundtrip_identical(saved, mmap: bool, verify: bool) -> None:
     assert loaded.doc_ids[:] == IDS and loaded.uses_graph
     assert (loaded.metric, loaded.dim, loaded.m, loaded.ef_construction) == ("cosine", 16, 8, 60)
     assert (loaded.ef_search, loaded.exact_threshold) == (37, 50)
-    assert loaded._graph.ef == 37  # hnswlib does not save ef: the manifest does
+    assert loaded._store._graph.ef == 37  # hnswlib does not save ef: the manifest does
     np.testing.assert_array_equal(loaded.vectors, index.vectors)
-    assert isinstance(loaded._buffer, np.memmap) == mmap
+    assert isinstance(loaded._store._buffer, np.memmap) == mmap
 
 
 def test_ef_search_changed_after_build_is_saved(saved, tmp_path) -> None:
@@ -75,7 +75,7 @@ def test_ef_search_changed_after_build_is_saved(saved, tmp_path) -> None:
     loaded.ef_search = 5
     loaded.save(tmp_path / "again")
     again = DenseIndex.load(tmp_path / "again")
-    assert again.ef_search == 5 and again._graph.ef == 5
+    assert again.ef_search == 5 and again._store._graph.ef == 5
     assert_same_results(loaded, again)
 
 
@@ -117,7 +117,7 @@ def test_loaded_index_grows_and_saves_again(saved, tmp_path) -> None:
     loaded = DenseIndex.load(saved[1], mmap=True)
     extra = clustered(100, 16, seed=5)
     loaded.add(extra, ids=[f"new-{i}" for i in range(100)])
-    assert len(loaded) == 500 and loaded._graph.element_count == 500
+    assert len(loaded) == 500 and loaded._store._graph.element_count == 500
     np.testing.assert_array_equal(DenseIndex.load(saved[1]).vectors, saved[0].vectors)
     loaded.save(tmp_path / "grown")
     again = DenseIndex.load(tmp_path / "grown")
@@ -129,7 +129,7 @@ def test_index_without_its_graph_saves_and_loads(tmp_path) -> None:
     """After a failed graph insert the index has no graph above the threshold (see
     test_a_failed_graph_insert_drops_the_graph_and_adds_nothing): it still saves and loads."""
     index = DenseIndex.from_vectors(VECTORS, exact_threshold=50)
-    index._graph = None
+    index._store._graph = None
     index.save(tmp_path / "idx")
     loaded = DenseIndex.load(tmp_path / "idx")
     assert not loaded.uses_graph
@@ -509,7 +509,7 @@ def leftovers(folder: Path) -> list[str]:
 
 def test_failing_graph_write_keeps_previous_index(saved, copy) -> None:
     other = DenseIndex.from_vectors(VECTORS[:100] * 2, exact_threshold=10)
-    other._graph = _FailingSave(other._graph)
+    other._store._graph = _FailingSave(other._store._graph)
     with pytest.raises(OSError, match="simulated"):
         other.save(copy)
     assert leftovers(copy.parent) == []

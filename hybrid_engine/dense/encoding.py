@@ -9,11 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from hybrid_engine.checks import check_int
+from hybrid_engine.checks import check_int, check_queries, nonblank_rows
 from hybrid_engine.corpus import ENCODE_CHUNK, Document, iter_batches
 from hybrid_engine.dense import vectors as _vectors
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.protocols import TextEncoder
+
+QUERY_BATCH = 32
+"""The encoder's batch size for query texts (the ``TextEncoder`` default)."""
 
 
 def check_encoder(encoder: Any) -> int:
@@ -98,3 +101,21 @@ def check_loaded_encoder(
             f"has {encoder.model_hash}: its query vectors would not match; load with the "
             "encoder that built the index, or rebuild the index with this one"
         )
+
+
+def encode_queries(
+    encoder: TextEncoder, queries: Any, dim: int, metric: str
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Text queries as prepared float32 rows of the non-blank ones, their positions in the
+    batch, and the batch's size (blank queries are not encoded)."""
+    try:
+        texts = check_queries(queries)
+    except TypeError as exc:
+        raise TypeError(
+            f"{exc}; queries are either all str (texts) or a numeric array (vectors)"
+        ) from None
+    rows = nonblank_rows(texts)
+    if len(rows) == 0:
+        return np.empty((0, dim), np.float32), rows, len(texts)
+    asked = [texts[row] for row in rows]
+    return encode_texts(encoder, asked, dim, QUERY_BATCH, metric), rows, len(texts)

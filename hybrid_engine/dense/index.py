@@ -6,34 +6,28 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import hnswlib
 import numpy as np
 
 from hybrid_engine.checks import (
     check_int,
     check_k,
-    check_queries,
     check_threads,
     is_text_batch,
-    nonblank_rows,
 )
 from hybrid_engine.corpus import DocIds, Document
-from hybrid_engine.dense import hnsw as _hnsw
-from hybrid_engine.dense import knn as _knn
 from hybrid_engine.dense import vectors as _vectors
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.encoding import (
     check_encoder,
     check_loaded_encoder,
     encode_corpus,
-    encode_texts,
+    encode_queries,
 )
 from hybrid_engine.dense.format import read_dense, write_dense
 from hybrid_engine.dense.params import DEFAULT_EF_SEARCH, DEFAULT_EXACT_THRESHOLD, DenseParams
+from hybrid_engine.dense.store import VectorStore
 from hybrid_engine.protocols import TextEncoder
 from hybrid_engine.results import SearchResult
-
-_QUERY_BATCH = 32  # encoder batch size for query texts (the TextEncoder default)
 
 
 class DenseIndex:
@@ -60,47 +54,17 @@ class DenseIndex:
 
     def __init__(
         self,
-        buffer: np.ndarray,
+        store: VectorStore,
         doc_ids: DocIds,
-        params: DenseParams,
-        ef_search: int,
         encoder: TextEncoder | None,
         model_hash: str | None,
-        graph: hnswlib.Index | None,
     ) -> None:
-        """Private: use ``build``, ``from_vectors`` or ``load``. Everything is already checked.
-
-        ``buffer`` holds the vectors in its first ``len(doc_ids)`` rows (it may have room for
-        more), ``graph`` them all, or is None.
-        """
-        self._buffer = buffer
+        """Private: use ``build``, ``from_vectors`` or ``load``. Everything is already checked;
+        ``store`` holds one vector per id of ``doc_ids``."""
+        self._store = store
         self._doc_ids = doc_ids
-        self._params = params
-        self._ef_search = ef_search
         self._encoder = encoder
         self._model_hash = model_hash
-        self._graph = graph
-        self._max_norm: float | None = None
-        if graph is not None:
-            graph.set_ef(ef_search)
-
-    @classmethod
-    def _create(
-        cls,
-        buffer: np.ndarray,
-        doc_ids: DocIds,
-        params: DenseParams,
-        ef_search: int,
-        encoder: TextEncoder | None,
-        model_hash: str | None,
-        num_threads: int,
-    ) -> DenseIndex:
-        """A new index over checked, prepared vectors; builds the graph above the threshold."""
-        graph = None
-        if len(doc_ids) > params.exact_threshold:
-            vectors = buffer[: len(doc_ids)]
-            graph = _hnsw.build(vectors, params.m, params.ef_construction, num_threads)
-        return cls(buffer, doc_ids, params, ef_search, encoder, model_hash, graph)
 
     # -- construction -------------------------------------------------------------------------
 
@@ -170,7 +134,8 @@ class DenseIndex:
         if not ids:
             raise ValueError("the corpus is empty; give at least one document")
         doc_ids = DocIds.from_list(ids)
-        return cls._create(buffer, doc_ids, params, ef_search, encoder, encoder.model_hash, threads)
+        store = VectorStore.create(buffer, len(doc_ids), params, ef_search, threads)
+        return cls(store, doc_ids, encoder, encoder.model_hash)
 
     @classmethod
     def from_vectors(
@@ -222,19 +187,20 @@ class DenseIndex:
             )
         doc_ids = DocIds.from_list(_vectors.vector_ids(ids, len(matrix)))
         model_hash = encoder.model_hash if encoder is not None else None
-        return cls._create(matrix, doc_ids, params, ef_search, encoder, model_hash, threads)
+        store = VectorStore.create(matrix, len(doc_ids), params, ef_search, threads)
+        return cls(store, doc_ids, encoder, model_hash)
 
     # -- properties ---------------------------------------------------------------------------
 
     @property
     def dim(self) -> int:
         """Length of the vectors."""
-        return int(self._buffer.shape[1])
+        return int(self._store.vectors.shape[1])
 
     @property
     def metric(self) -> str:
         """``"cosine"`` or ``"ip"``."""
-        return self._params.metric
+        return self._store.params.metric
 
     @property
     def num_documents(self) -> int:
@@ -251,23 +217,21 @@ class DenseIndex:
     @property
     def vectors(self) -> np.ndarray:
         """float32 ``(num_documents, dim)``, read-only: unit rows under cosine."""
-        view = self._buffer[: self.num_documents]
-        view.flags.writeable = False
-        return view
+        return self._store.vectors
 
     @property
     def m(self) -> int:
         """HNSW graph degree (hnswlib's ``M``)."""
-        return self._params.m
+        return self._store.params.m
 
     @property
     def ef_construction(self) -> int:
-        return self._params.ef_construction
+        return self._store.params.ef_construction
 
     @property
     def exact_threshold(self) -> int:
         """Up to this many vectors, no graph: every search is exact."""
-        return self._params.exact_threshold
+        return self._store.params.exact_threshold
 
     @property
     def ef_search(self) -> int:
@@ -275,18 +239,16 @@ class DenseIndex:
 
         Setting it is not thread-safe: do not set it while another thread searches.
         """
-        return self._ef_search
+        return self._store.ef_search
 
     @ef_search.setter
     def ef_search(self, value: int) -> None:
-        self._ef_search = check_int("ef_search", value, 1)
-        if self._graph is not None:
-            self._graph.set_ef(self._ef_search)
+        self._store.ef_search = value
 
     @property
     def uses_graph(self) -> bool:
         """Whether searches go through the HNSW graph (False: always exact)."""
-        return self._graph is not None
+        return self._store.graph is not None
 
     @property
     def encoder(self) -> TextEncoder | None:
@@ -310,22 +272,6 @@ class DenseIndex:
         )
 
     # -- search -------------------------------------------------------------------------------
-
-    def _encode_queries(self, queries: Any) -> tuple[np.ndarray, np.ndarray, int]:
-        """Text queries as prepared float32 rows of the non-blank ones, their positions in
-        the batch, and the batch's size (blank queries are not encoded)."""
-        try:
-            texts = check_queries(queries)
-        except TypeError as exc:
-            raise TypeError(
-                f"{exc}; queries are either all str (texts) or a numeric array (vectors)"
-            ) from None
-        encoder = self._require_encoder("search text queries")
-        rows = nonblank_rows(texts)
-        if len(rows) == 0:
-            return np.empty((0, self.dim), np.float32), rows, len(texts)
-        asked = [texts[row] for row in rows]
-        return encode_texts(encoder, asked, self.dim, _QUERY_BATCH, self.metric), rows, len(texts)
 
     def search(
         self,
@@ -374,36 +320,13 @@ class DenseIndex:
         k = check_k(k)
         threads = check_threads(num_threads)
         if is_text_batch(queries):
-            matrix, rows, n_queries = self._encode_queries(queries)
-            return self._search_matrix(matrix, k, exact, threads).scattered(rows, n_queries)
+            encoder = self._require_encoder("search text queries")
+            matrix, rows, n_queries = encode_queries(encoder, queries, self.dim, self.metric)
+            return self._store.search(matrix, k, exact, threads).scattered(rows, n_queries)
         if isinstance(queries, Sequence) and len(queries) == 0:
             return SearchResult.empty(0, k)
         matrix = _vectors.prepare(queries, "query vectors", self.metric, self.dim)
-        return self._search_matrix(matrix, k, exact, threads)
-
-    def _search_matrix(self, matrix: np.ndarray, k: int, exact: bool, threads: int) -> SearchResult:
-        """The top ``k`` of prepared query rows."""
-        out = SearchResult.empty(len(matrix), k)
-        if len(matrix) == 0:
-            return out
-        vectors = self.vectors
-        if self._graph is not None and not exact and k < len(vectors):
-            try:
-                labels, _ = self._graph.knn_query(matrix, k=k, num_threads=threads)
-            except RuntimeError:
-                # hnswlib reached fewer than k vectors from the entry point: search exactly.
-                labels = None
-            if labels is not None:
-                _knn.top_k(vectors, matrix, labels.astype(np.int64), out.ids, out.scores)
-                return out
-        _knn.exact_search(vectors, matrix, out.ids, out.scores, self._vector_norm_bound())
-        return out
-
-    def _vector_norm_bound(self) -> float:
-        """An upper bound of the vectors' L2 norms (computed on first use)."""
-        if self._max_norm is None:
-            self._max_norm = _vectors.max_norm(self.vectors)
-        return self._max_norm
+        return self._store.search(matrix, k, exact, threads)
 
     # -- growth -------------------------------------------------------------------------------
 
@@ -446,16 +369,7 @@ class DenseIndex:
         threads = check_threads(num_threads)
         if isinstance(documents, np.ndarray):
             matrix = _vectors.prepare(documents, "vectors", self.metric, self.dim)
-            if ids is None and self._doc_ids.explicit:
-                raise ValueError(
-                    "the indexed documents have ids; pass ids= with one str per new vector"
-                )
-            if ids is not None and not self._doc_ids.explicit:
-                raise ValueError(
-                    "the indexed documents have no ids (their ids are positions); add vectors "
-                    "without ids="
-                )
-            new_ids = _vectors.vector_ids(ids, len(matrix))
+            new_ids = _vectors.added_ids(ids, len(matrix), self._doc_ids.explicit)
         else:
             if ids is not None:
                 raise ValueError("ids= goes with vectors; documents carry their ids in '_id'")
@@ -474,30 +388,9 @@ class DenseIndex:
         self._append(matrix, self._doc_ids.append(new_ids), threads)
 
     def _append(self, matrix: np.ndarray, doc_ids: DocIds, num_threads: int) -> None:
-        """Add prepared rows whose ids are already in ``doc_ids``."""
-        start, stop = self.num_documents, len(doc_ids)
-        if start == stop:
-            return
-        buffer = self._buffer
-        if not buffer.flags.writeable:  # memory-mapped and full: _grown copies it
-            buffer = buffer[:start]
-        buffer = _vectors.grown(buffer, start, stop - start)
-        buffer[start:stop] = matrix
-        graph = self._graph
-        try:
-            if graph is not None:
-                _hnsw.extend(graph, matrix, num_threads)
-            elif stop > self.exact_threshold:
-                graph = _hnsw.build(buffer[:stop], self.m, self.ef_construction, num_threads)
-                graph.set_ef(self._ef_search)
-        except BaseException:
-            # A partly extended graph could return positions past the vectors: drop it. The
-            # index then searches exactly, and saves without a graph, until an add builds one.
-            self._graph = None
-            raise
-        if self._max_norm is not None:
-            self._max_norm = max(self._max_norm, _vectors.max_norm(matrix))
-        self._buffer, self._doc_ids, self._graph = buffer, doc_ids, graph
+        """Add prepared rows whose ids are already in ``doc_ids`` (all or nothing)."""
+        self._store.append(matrix, num_threads)
+        self._doc_ids = doc_ids
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -523,10 +416,10 @@ class DenseIndex:
             path,
             self.vectors,
             self._doc_ids,
-            self._params,
-            self._ef_search,
+            self._store.params,
+            self._store.ef_search,
             self._model_hash,
-            self._graph,
+            self._store.graph,
         )
 
     @classmethod
@@ -566,12 +459,7 @@ class DenseIndex:
         saved = read_dense(path, mmap=mmap, verify=verify)
         if encoder is not None:
             check_loaded_encoder(path, encoder, saved.vectors.shape[1], saved.model_hash)
-        return cls(
-            saved.vectors,
-            saved.doc_ids,
-            saved.params,
-            saved.ef_search,
-            encoder,
-            saved.model_hash,
-            saved.graph,
+        store = VectorStore(
+            saved.vectors, len(saved.doc_ids), saved.params, saved.ef_search, saved.graph
         )
+        return cls(store, saved.doc_ids, encoder, saved.model_hash)

@@ -86,6 +86,18 @@ def vector_ids(ids: Sequence[str] | None, count: int) -> list[str | None]:
     return list(ids)
 
 
+def added_ids(ids: Sequence[str] | None, count: int, explicit: bool) -> list[str | None]:
+    """The ids of ``count`` vectors added to an index whose ids are ``explicit`` (or
+    positions): required then, refused otherwise, checked as ``vector_ids``."""
+    if ids is None and explicit:
+        raise ValueError("the indexed documents have ids; pass ids= with one str per new vector")
+    if ids is not None and not explicit:
+        raise ValueError(
+            "the indexed documents have no ids (their ids are positions); add vectors without ids="
+        )
+    return vector_ids(ids, count)
+
+
 def grown(buffer: np.ndarray, used: int, extra: int) -> np.ndarray:
     """``buffer``, or a copy of its first ``used`` rows with room for at least ``extra`` more."""
     if used + extra <= len(buffer):

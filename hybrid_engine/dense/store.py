@@ -1,0 +1,135 @@
+"""The vectors of a dense index and their HNSW graph: exact or graph top-k, and growth."""
+
+from __future__ import annotations
+
+import hnswlib
+import numpy as np
+
+from hybrid_engine.checks import check_int
+from hybrid_engine.dense import hnsw as _hnsw
+from hybrid_engine.dense import knn as _knn
+from hybrid_engine.dense import vectors as _vectors
+from hybrid_engine.dense.params import DenseParams
+from hybrid_engine.results import SearchResult
+
+
+class VectorStore:
+    """Prepared float32 vectors in the first ``count`` rows of a buffer (with room to grow),
+    and an HNSW graph of them all once there are more than ``params.exact_threshold``.
+
+    Notes
+    -----
+    ``search`` is thread-safe; ``append`` and setting ``ef_search`` are not.
+    """
+
+    def __init__(
+        self,
+        buffer: np.ndarray,
+        count: int,
+        params: DenseParams,
+        ef_search: int,
+        graph: hnswlib.Index | None,
+    ) -> None:
+        """Over checked, prepared rows; ``graph`` holds them all, or is None."""
+        self._buffer = buffer
+        self._count = count
+        self._params = params
+        self._ef_search = ef_search
+        self._graph = graph
+        self._max_norm: float | None = None
+        if graph is not None:
+            graph.set_ef(ef_search)
+
+    @classmethod
+    def create(
+        cls,
+        buffer: np.ndarray,
+        count: int,
+        params: DenseParams,
+        ef_search: int,
+        num_threads: int,
+    ) -> VectorStore:
+        """A new store, its graph built when ``count`` is above the threshold."""
+        graph = None
+        if count > params.exact_threshold:
+            graph = _hnsw.build(buffer[:count], params.m, params.ef_construction, num_threads)
+        return cls(buffer, count, params, ef_search, graph)
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """float32 ``(count, dim)``, read-only."""
+        view = self._buffer[: self._count]
+        view.flags.writeable = False
+        return view
+
+    @property
+    def params(self) -> DenseParams:
+        return self._params
+
+    @property
+    def graph(self) -> hnswlib.Index | None:
+        return self._graph
+
+    @property
+    def ef_search(self) -> int:
+        return self._ef_search
+
+    @ef_search.setter
+    def ef_search(self, value: int) -> None:
+        self._ef_search = check_int("ef_search", value, 1)
+        if self._graph is not None:
+            self._graph.set_ef(self._ef_search)
+
+    def search(self, matrix: np.ndarray, k: int, exact: bool, threads: int) -> SearchResult:
+        """The top ``k`` of prepared query rows: through the graph (candidates rescored
+        exactly) unless ``exact``, there is none, or ``k`` covers every vector."""
+        out = SearchResult.empty(len(matrix), k)
+        if len(matrix) == 0:
+            return out
+        vectors = self.vectors
+        if self._graph is not None and not exact and k < len(vectors):
+            try:
+                labels, _ = self._graph.knn_query(matrix, k=k, num_threads=threads)
+            except RuntimeError:
+                # hnswlib reached fewer than k vectors from the entry point: search exactly.
+                labels = None
+            if labels is not None:
+                _knn.top_k(vectors, matrix, labels.astype(np.int64), out.ids, out.scores)
+                return out
+        _knn.exact_search(vectors, matrix, out.ids, out.scores, self._vector_norm_bound())
+        return out
+
+    def _vector_norm_bound(self) -> float:
+        """An upper bound of the vectors' L2 norms (computed on first use)."""
+        if self._max_norm is None:
+            self._max_norm = _vectors.max_norm(self.vectors)
+        return self._max_norm
+
+    def append(self, matrix: np.ndarray, num_threads: int) -> None:
+        """Add prepared rows; crossing the threshold builds the graph.
+
+        On an error the rows are not added; a graph that was being extended is dropped (it
+        could return positions past the vectors), so searches are exact until an ``append``
+        builds one again.
+        """
+        start, stop = self._count, self._count + len(matrix)
+        if start == stop:
+            return
+        buffer = self._buffer
+        if not buffer.flags.writeable:  # memory-mapped and full: grown copies it
+            buffer = buffer[:start]
+        buffer = _vectors.grown(buffer, start, stop - start)
+        buffer[start:stop] = matrix
+        graph, params = self._graph, self._params
+        try:
+            if graph is not None:
+                _hnsw.extend(graph, matrix, num_threads)
+            elif stop > params.exact_threshold:
+                graph = _hnsw.build(buffer[:stop], params.m, params.ef_construction, num_threads)
+                graph.set_ef(self._ef_search)
+        except BaseException:
+            self._graph = None
+            raise
+        if self._max_norm is not None:
+            self._max_norm = max(self._max_norm, _vectors.max_norm(matrix))
+        self._buffer, self._count, self._graph = buffer, stop, graph
