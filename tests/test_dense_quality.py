@@ -29,7 +29,7 @@ def scifact(shared_data: Path):  # type: ignore[no-untyped-def]
 
 
 def test_dense_reaches_published_figure(scifact, encoder: Encoder) -> None:
-    report = evaluate_retriever(scifact, "dense")
+    report = evaluate_retriever(scifact, "dense-fp32")
     figure = report.metrics["ndcg@10"]
     print(f"\nscifact dense fp32 nDCG@10 = {figure:.4f} (published {PUBLISHED_NDCG10})")
     assert abs(figure - PUBLISHED_NDCG10) <= 0.005
@@ -52,5 +52,5 @@ def test_index_agrees_with_brute_force(scifact, encoder: Encoder) -> None:
         [d["_id"] for d in scifact.corpus],
     )
     expected = evaluate(run, scifact.qrels, ["ndcg@10"])["ndcg@10"]
-    figure = evaluate_retriever(scifact, "dense", metrics=["ndcg@10"]).metrics["ndcg@10"]
+    figure = evaluate_retriever(scifact, "dense-fp32", metrics=["ndcg@10"]).metrics["ndcg@10"]
     assert figure == pytest.approx(expected, abs=1e-4)

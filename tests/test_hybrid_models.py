@@ -59,19 +59,20 @@ def test_int8_models_are_recorded_and_loaded_by_default(
     again = HybridIndex.load(tmp_path / "int8", encoder=encoder, splade_encoder=splade)
     assert again.dense.encoder is encoder
     with pytest.raises(ValueError, match="built by the model"):
-        HybridIndex.load(tmp_path / "int8", encoder=Encoder.load(model_path, num_threads=1))
+        HybridIndex.load(
+            tmp_path / "int8", encoder=Encoder.load(model_path, variant="fp32", num_threads=1)
+        )
 
 
-def test_index_without_a_record_loads_the_default_model(model_path: Path, tmp_path: Path) -> None:
-    """An index saved before models were recorded: the default model, as before."""
+def test_an_index_without_its_model_record_is_refused(model_path: Path, tmp_path: Path) -> None:
+    """Every index of this format records its models: one without is corrupt, not guessed at."""
     engine = HybridIndex.build(CORPUS, encoder=Encoder.load(model_path, num_threads=1))
-    engine.save(tmp_path / "old")
-    data = manifest(tmp_path / "old")
-    del data["models"]
-    (tmp_path / "old" / "manifest.json").write_text(json.dumps(data))
-    loaded = HybridIndex.load(tmp_path / "old", num_threads=1)
-    assert loaded.dense.encoder.variant == "fp32"
-    assert_same(loaded.search(QUERIES, 4), engine.search(QUERIES, 4))
+    engine.save(tmp_path / "idx")
+    data = manifest(tmp_path / "idx")
+    del data["models"]["dense"]
+    (tmp_path / "idx" / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(IndexFormatError, match="models records no model of the dense leg"):
+        HybridIndex.load(tmp_path / "idx", num_threads=1)
 
 
 def test_custom_encoders_are_recorded_as_none(tmp_path: Path) -> None:

@@ -398,8 +398,7 @@ class HybridIndex:
         encoder : TextEncoder, optional
             For the dense leg's text queries; it must be the model that built the index. None:
             the prepared model ``save`` recorded, e.g. ``Encoder.load("all-MiniLM-L6-v2",
-            variant="int8")`` (the default ``Encoder.load()`` for an index saved before models
-            were recorded; required for a leg built with an encoder of your own).
+            variant="int8")`` (required for a leg built with an encoder of your own).
         splade_encoder : SparseEncoder, optional
             For the SPLADE leg, as ``encoder`` is for the dense one (``SpladeEncoder.load``).
         reranker : CrossEncoder, optional

@@ -110,8 +110,7 @@ def _read_parts(
         n_docs = int(manifest["num_documents"])
         texts = PackedStrings.from_arrays(arrays, n_docs, "text")
         titles = PackedStrings.from_arrays(arrays, n_docs, "title")
-        # Indexes saved before models were recorded have none: the default models, as then.
-        models = _read_records(manifest.get("models", {}))
+        models = _read_records(manifest["models"], chosen)
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexFormatError(f"{path}: bad manifest entry ({exc}); rebuild the index") from None
     if "dense" in chosen and encoder is None:
@@ -143,11 +142,14 @@ def _model_record(encoder: object) -> dict[str, str] | None:
     return None
 
 
-def _read_records(records: Any) -> dict[str, tuple[str, str] | None]:
+def _read_records(records: Any, retrievers: tuple[str, ...]) -> dict[str, tuple[str, str] | None]:
     """The manifest's ``"models"`` as leg to (name, variant), or None; ValueError or
-    TypeError when malformed."""
+    TypeError when malformed or missing a model leg of ``retrievers``."""
     if not isinstance(records, dict):
         raise TypeError(f"models is {type(records).__name__}, not a dict")
+    missing = [leg for leg in _MODEL_LEGS if leg in retrievers and leg not in records]
+    if missing:
+        raise ValueError(f"models records no model of the {', '.join(missing)} leg")
     models: dict[str, tuple[str, str] | None] = {}
     for leg, record in records.items():
         if leg not in _MODEL_LEGS:
@@ -178,11 +180,8 @@ def _load_model(
     models: dict[str, tuple[str, str] | None],
     num_threads: int | None,
 ) -> _Model:
-    """The model (of class ``cls``) that built ``leg``, as ``models`` records it (the default
-    model when the index recorded none)."""
+    """The model (of class ``cls``) that built ``leg``, as ``models`` records it."""
     argument = _MODEL_LEGS[leg]
-    if leg not in models:
-        return cls.load(num_threads=num_threads)
     record = models[leg]
     if record is None:
         raise ValueError(
