@@ -25,7 +25,7 @@ def check_encoder(encoder: Any) -> int:
     if missing or not callable(encoder.encode):
         raise TypeError(
             f"encoder {type(encoder).__name__} lacks {missing or ['a callable encode']}; it must "
-            "provide dim, model_hash and encode(texts) (see hybrid_engine.dense.TextEncoder)"
+            "provide dim, model_hash and encode(texts) (see hybrid_engine.protocols.TextEncoder)"
         )
     if not isinstance(encoder.model_hash, str):
         raise TypeError(

@@ -41,7 +41,7 @@ class BuildOptions:
         Progress bars while indexing.
     reranker : str or path-like, optional
         The ``rerank`` configuration's cross-encoder: a prepared folder, or the name of one in
-        ``model_store.models_dir()``.
+        ``store.models_dir()``.
     rerank_variant : {"int8", "fp32"}, optional
         Its variant; when None, the one its validation gate scored (``CrossEncoder.load``).
     rerank_max_length : int, optional

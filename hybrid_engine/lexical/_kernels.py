@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 # numba's on-disk cache (cache=True) keys a kernel on its own file only: after editing
-# _topk_kernels.py, delete hybrid_engine/__pycache__/*.nbi and *.nbc (or touch this file).
+# _topk.py, delete hybrid_engine/lexical/__pycache__/*.nbi and *.nbc (or touch this file).
 from hybrid_engine.lexical._topk import (
     SMALL_K,
     collect_range,

@@ -87,7 +87,7 @@ class CrossEncoder(OnnxModel):
         Parameters
         ----------
         path : path-like
-            The folder, or the name of a model prepared into ``model_store.models_dir()``
+            The folder, or the name of a model prepared into ``store.models_dir()``
             (a plain name that is not an existing folder).
         variant : {"fp32", "int8"}, optional
             The full-precision graph, or dynamically quantized int8 weights (faster, slightly

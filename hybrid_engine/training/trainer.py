@@ -104,7 +104,7 @@ def train_reranker(
         record under ``"training"``. The model is exported either way: the gate validates the
         ONNX model as served, and with False its export is discarded afterwards.
     prepared_output : path, optional
-        That folder; ``model_store.models_dir() / output.name`` when None. Must not hold a
+        That folder; ``store.models_dir() / output.name`` when None. Must not hold a
         prepared model yet.
     int8 : bool
         Prepare the int8 variant too; the gate then validates it (it serves by default), or

@@ -104,7 +104,7 @@ def prepare_model(
     Parameters
     ----------
     output : path-like, optional
-        Folder to write; ``model_store.default_model_path()`` when None. Written atomically.
+        Folder to write; ``store.default_model_path()`` when None. Written atomically.
     int8 : bool
         Also quantize. The int8 embeddings of ``CHECK_TEXTS`` must keep ``MIN_INT8_COSINE`` to
         the fp32 ones, or the int8 variant is left out with an ``Int8DroppedWarning``.

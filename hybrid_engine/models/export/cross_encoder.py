@@ -6,7 +6,7 @@ model for sequence classification with one output (a user's copy of
 cross-encoder/ms-marco-MiniLM-L-6-v2, or one trained by the engine); nothing is downloaded.
 
 Steps: export with optimum (``text-classification``, the logit), fuse and quantize as the
-bi-encoder (``onnx_export``), reset the tokenizer to no padding and pair truncation at the
+bi-encoder (``export.common``), reset the tokenizer to no padding and pair truncation at the
 model's ``max_length``, check the fp32 logits against PyTorch and the int8 logits against the
 fp32 ones on real (query, passage) pairs, and write the folder atomically with a manifest
 (``model_store``): the staged flow of ``common.prepare_checked``.
@@ -188,7 +188,7 @@ def prepare_cross_encoder(
         A ``training.json`` beside them (written by the engine's trainer) is copied into the
         manifest under ``"training"``.
     output : path-like, optional
-        Folder to write; ``model_store.models_dir() / name`` when None. Written atomically.
+        Folder to write; ``store.models_dir() / name`` when None. Written atomically.
     name : str, optional
         Model name recorded in the manifest; the source folder's name when None.
     int8 : bool

@@ -188,7 +188,7 @@ def prepare_splade(
     Parameters
     ----------
     output : path-like, optional
-        Folder to write; ``model_store.default_model_path("splade-tiny")`` when None.
+        Folder to write; ``store.default_model_path("splade-tiny")`` when None.
     max_length : int
         Tokens kept per text, special tokens included (at most the model's 512 positions).
     int8 : bool
