@@ -6,10 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 from tokenizers import Encoding
-from tqdm.auto import tqdm
 
 from hybrid_engine.checks import check_texts
-from hybrid_engine.models._batching import length_runs, pad_encodings
+from hybrid_engine.models._batching import pad_encodings
 from hybrid_engine.models.session import TextModel
 from hybrid_engine.models.store import BI_ENCODER
 
@@ -90,17 +89,8 @@ class Encoder(TextModel):
             A blank text, or ``batch_size < 1``.
         """
         checked = check_texts(texts)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        runs = self._runs(checked, batch_size, TOKENS_PER_RUN, show_progress, "encoding")
         out = np.empty((len(checked), self.dim), np.float32)
-        if not checked:
-            return out
-        encodings = self._tokenizer.encode_batch(checked)
-        with tqdm(
-            total=len(checked), unit="text", desc="encoding", disable=not show_progress
-        ) as bar:
-            lengths = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
-            for positions in length_runs(lengths, batch_size, TOKENS_PER_RUN):
-                out[positions] = self._embed([encodings[p] for p in positions])
-                bar.update(len(positions))
+        for positions, encodings in runs:
+            out[positions] = self._embed(encodings)
         return out

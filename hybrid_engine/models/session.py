@@ -4,12 +4,16 @@ base of the models that run in them."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from typing import ClassVar, TypeVar
 
+import numpy as np
 import onnxruntime as ort
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
+from tqdm.auto import tqdm
 
 from hybrid_engine.checks import check_threads
+from hybrid_engine.models._batching import length_runs
 from hybrid_engine.models.store import TOKENIZER_FILE, ModelInfo, read_model
 
 _Model = TypeVar("_Model", bound="TextModel")
@@ -145,3 +149,33 @@ class TextModel(OnnxModel):
     def max_length(self) -> int:
         """Tokens kept per text, special tokens included."""
         return self._info.max_length
+
+    def _runs(
+        self,
+        texts: Sequence[str],
+        batch_size: int,
+        tokens_per_run: int,
+        show_progress: bool,
+        desc: str,
+    ) -> Iterator[tuple[np.ndarray, list[Encoding]]]:
+        """Checked ``texts`` tokenized and grouped into model calls: length-sorted runs of at
+        most ``batch_size`` texts and ``tokens_per_run`` padded tokens, as (positions,
+        encodings), a progress bar (``desc``) counting the texts.
+
+        Raises
+        ------
+        ValueError
+            ``batch_size < 1`` (at once, before any text is tokenized).
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        encodings = self._tokenizer.encode_batch(list(texts)) if texts else []
+        lengths = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
+
+        def runs() -> Iterator[tuple[np.ndarray, list[Encoding]]]:
+            with tqdm(total=len(texts), unit="text", desc=desc, disable=not show_progress) as bar:
+                for positions in length_runs(lengths, batch_size, tokens_per_run):
+                    yield positions, [encodings[p] for p in positions]
+                    bar.update(len(positions))
+
+        return runs()

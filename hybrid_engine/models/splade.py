@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from hybrid_engine.checks import check_texts
-from hybrid_engine.models._batching import length_runs, pad_encodings
+from hybrid_engine.models._batching import pad_encodings
 from hybrid_engine.models.session import TextModel
 from hybrid_engine.models.store import SPLADE
 from hybrid_engine.results import SparseVectors
@@ -83,22 +82,14 @@ class SpladeEncoder(TextModel):
             A blank text, or ``batch_size < 1``.
         """
         checked = check_texts(texts)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        runs = self._runs(checked, batch_size, TOKENS_PER_RUN, show_progress, "encoding (SPLADE)")
         counts = np.zeros(len(checked), np.int64)
         rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        encodings = self._tokenizer.encode_batch(checked) if checked else []
-        with tqdm(
-            total=len(checked), unit="text", desc="encoding (SPLADE)", disable=not show_progress
-        ) as bar:
-            lengths = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
-            for positions in length_runs(lengths, batch_size, TOKENS_PER_RUN):
-                feed = pad_encodings([encodings[p] for p in positions], self._inputs)
-                pooled = self._session.run(None, feed)[0]
-                row, term = np.nonzero(pooled > 0)
-                counts[positions] = np.bincount(row, minlength=len(positions))
-                rows.append((positions[row], term.astype(np.int32), pooled[row, term]))
-                bar.update(len(positions))
+        for positions, encodings in runs:
+            pooled = self._session.run(None, pad_encodings(encodings, self._inputs))[0]
+            row, term = np.nonzero(pooled > 0)
+            counts[positions] = np.bincount(row, minlength=len(positions))
+            rows.append((positions[row], term.astype(np.int32), pooled[row, term]))
         return _gather(counts, rows)
 
 
