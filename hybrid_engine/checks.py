@@ -31,6 +31,24 @@ def check_k(k: object) -> int:
     return check_int("k", k, 1)
 
 
+def check_names(spec: str, known: Sequence[str], what: str, noun: str) -> list[str]:
+    """The names of a comma-separated list such as ``"bm25,dense"``, each one of ``known``.
+
+    Raises
+    ------
+    ValueError
+        The list is empty or names an unknown one: the message names ``what`` was given, the
+        unknown ``noun`` and lists the known ones.
+    """
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        raise ValueError(
+            f"{what} {spec!r}: unknown or no {noun} {unknown}; choose from {list(known)}"
+        )
+    return names
+
+
 def check_threads(num_threads: int | None) -> int:
     """``num_threads``, or ``default_threads()`` for None; ValueError unless a positive int."""
     if num_threads is None:

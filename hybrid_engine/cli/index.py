@@ -6,6 +6,7 @@ import argparse
 import time
 from typing import Any
 
+from hybrid_engine.checks import check_names
 from hybrid_engine.cli._engine import LegOptions, add_variant_option, build_engine
 from hybrid_engine.evaluation import load_corpus
 from hybrid_engine.lexical.analysis import AnalyzerConfig
@@ -47,20 +48,9 @@ def add_parser(subparsers: Any) -> None:
 
 
 def parse_retrievers(spec: str) -> list[str]:
-    """The legs of a comma-separated ``--retrievers`` value, e.g. ``"bm25,dense"``.
-
-    Raises
-    ------
-    ValueError
-        The list is empty or names an unknown leg (the message lists the known ones).
-    """
-    names = [name.strip() for name in spec.split(",") if name.strip()]
-    unknown = [name for name in names if name not in RETRIEVERS]
-    if unknown or not names:
-        raise ValueError(
-            f"--retrievers {spec!r}: unknown or no legs {unknown}; choose from {list(RETRIEVERS)}"
-        )
-    return names
+    """The legs of a comma-separated ``--retrievers`` value, e.g. ``"bm25,dense"``
+    (``checks.check_names``)."""
+    return check_names(spec, RETRIEVERS, "--retrievers", "legs")
 
 
 def leg_options(args: argparse.Namespace) -> LegOptions:

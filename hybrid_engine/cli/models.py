@@ -36,9 +36,7 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help=f"SPLADE model folder (default: {default_model_path(SPLADE_MODEL)})",
     )
-    p.add_argument("--no-int8", action="store_true", help="skip the int8 variant")
-    p.add_argument("--force", action="store_true", help="prepare again if already prepared")
-    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    _add_preparation_flags(p)
     p = models.add_parser(
         "prepare-reranker",
         help="export a local BERT-style cross-encoder folder to ONNX (needs the export extra)",
@@ -52,9 +50,7 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help=f"model name, the folder under {models_dir()} (default: the source folder's name)",
     )
-    p.add_argument("--no-int8", action="store_true", help="skip the int8 variant")
-    p.add_argument("--force", action="store_true", help="prepare again if already prepared")
-    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    _add_preparation_flags(p)
     p = models.add_parser("info", help="print prepared models' manifests (files checked)")
     p.add_argument(
         "path", nargs="?", default=None, help="model folder (default: both default models)"
@@ -105,3 +101,10 @@ def _info(args: argparse.Namespace) -> int:
     for kind in (BI_ENCODER, SPLADE):
         _print_model(read_model(kind=kind))
     return 0
+
+
+def _add_preparation_flags(parser: argparse.ArgumentParser) -> None:
+    """``--no-int8``, ``--force`` and ``--quiet`` of every preparing command."""
+    parser.add_argument("--no-int8", action="store_true", help="skip the int8 variant")
+    parser.add_argument("--force", action="store_true", help="prepare again if already prepared")
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")

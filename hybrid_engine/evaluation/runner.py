@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hybrid_engine.checks import check_names
 from hybrid_engine.corpus import document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
@@ -192,18 +193,9 @@ ids). ``rerank`` is ``hybrid`` with its fused top ``RERANK_DEPTH`` reranked by
 
 
 def parse_retrievers(spec: str) -> list[str]:
-    """Retriever names of a comma-separated list such as ``"bm25,dense"``.
-
-    Raises
-    ------
-    ValueError
-        The list is empty or names an unknown retriever (the message lists the known ones).
-    """
-    names = [name.strip() for name in spec.split(",") if name.strip()]
-    unknown = [name for name in names if name not in RETRIEVERS]
-    if unknown or not names:
-        raise ValueError(f"unknown retriever(s) {unknown}; choose from {sorted(RETRIEVERS)}")
-    return names
+    """Retriever names of a comma-separated list such as ``"bm25,dense"``
+    (``checks.check_names``: an empty list or an unknown name is a ValueError)."""
+    return check_names(spec, sorted(RETRIEVERS), "retrievers", "retrievers")
 
 
 @dataclass(frozen=True)
