@@ -9,7 +9,7 @@ from typing import Any, TypeAlias, Union, overload
 import numpy as np
 
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.packed import PackedStrings
+from hybrid_engine.packed import PackedStrings, checked_position
 
 ENCODE_CHUNK = 16_384
 """Documents handed to an encoder per call when an index encodes a corpus: enough for it to sort
@@ -205,11 +205,7 @@ class DocIds(Sequence[str]):
     def __getitem__(self, position: int | slice) -> str | list[str]:
         if isinstance(position, slice):
             return [self[i] for i in range(*position.indices(self._n))]
-        position = int(position)
-        if position < 0:
-            position += self._n
-        if not 0 <= position < self._n:
-            raise IndexError(f"document position {position} out of range for {self._n} documents")
+        position = checked_position(position, self._n, "documents")
         if self._packed is None:
             return str(position)
         return self._packed[position]

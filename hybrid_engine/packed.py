@@ -22,6 +22,17 @@ def pack_utf8(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
 
 
+def checked_position(position: int, count: int, noun: str) -> int:
+    """``position`` of a sequence of ``count`` items (negative from the end) as an index in
+    ``[0, count)``; IndexError naming the ``noun`` of the items otherwise."""
+    index = int(position)
+    if index < 0:
+        index += count
+    if not 0 <= index < count:
+        raise IndexError(f"position {position} out of range for {count} {noun}")
+    return index
+
+
 class PackedStrings(Sequence[str]):
     """Strings by position, packed (``pack_utf8``) and decoded on access.
 
@@ -83,11 +94,6 @@ class PackedStrings(Sequence[str]):
     def __getitem__(self, position: int | slice) -> str | list[str]:
         if isinstance(position, slice):
             return [self[i] for i in range(*position.indices(len(self)))]
-        n = len(self)
-        position = int(position)
-        if position < 0:
-            position += n
-        if not 0 <= position < n:
-            raise IndexError(f"position {position} out of range for {n} strings")
+        position = checked_position(position, len(self), "strings")
         start, end = self._offsets[position], self._offsets[position + 1]
         return bytes(self._data[start:end]).decode("utf-8", "surrogatepass")
