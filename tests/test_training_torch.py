@@ -39,6 +39,28 @@ def test_listwise_loss_decreases_on_a_fixed_batch(tiny_bert_source: Path) -> Non
     assert losses[-1] < 0.5 * losses[0]
 
 
+def test_load_base_keeps_the_first_layers(tiny_bert_source: Path) -> None:
+    import torch
+
+    from hybrid_engine.training.model import load_base
+
+    full, tokenizer = load_base(tiny_bert_source, max_length=32)
+    cut, _ = load_base(tiny_bert_source, max_length=32, layers=1)
+    assert full.config.num_hidden_layers == 2
+    assert cut.config.num_hidden_layers == 1 and len(cut.bert.encoder.layer) == 1
+    # The kept layer is the base's first: the cut body's output is the full body's
+    # first hidden state (the oracle: hidden_states[1] of the uncut model).
+    batch = tokenizer(["vitamin d"], ["bones and vitamin d"], return_tensors="pt")
+    full.eval()
+    cut.eval()
+    with torch.no_grad():
+        hidden = full.bert(**batch, output_hidden_states=True).hidden_states[1]
+        torch.testing.assert_close(cut.bert(**batch).last_hidden_state, hidden)
+    for bad in (0, 3):
+        with pytest.raises(ValueError, match=r"layers must be in \[1, 2\]"):
+            load_base(tiny_bert_source, max_length=32, layers=bad)
+
+
 def _write_beir(folder: Path) -> None:
     topics = ["vitamin", "aspirin", "insulin", "gene", "virus", "protein", "neuron", "lung"]
     (folder / "qrels").mkdir(parents=True)
@@ -75,6 +97,7 @@ def test_train_reranker_writes_model_and_record(
         epochs=1,
         batch_size=4,
         max_length=48,
+        layers=1,
         num_threads=1,
         source=tiny_bert_source,
         prepared_output=tmp_path / "prepared",
@@ -93,6 +116,8 @@ def test_train_reranker_writes_model_and_record(
     # The gate scored the prepared ONNX model as served: fp32 (no int8 made), 48 tokens.
     assert (validation["variant"], validation["max_length"]) == ("fp32", 48)
     assert record["settings"]["max_length"] == 48 and record["seed"] == 0
+    assert record["settings"]["layers"] == 1
+    assert json.loads((out / "config.json").read_text())["num_hidden_layers"] == 1
     assert {"torch", "transformers", "hybrid_engine"} <= set(record["versions"])
     assert any(m.startswith("validation ndcg@10 over 2 queries") for m in messages)
     tokenizer = json.loads((out / "tokenizer.json").read_text())

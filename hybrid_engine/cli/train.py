@@ -36,6 +36,12 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--negative-mode", default="hard", choices=NEGATIVE_MODES)
     p.add_argument("--max-self-pairs", type=int, default=2000)
     p.add_argument("--max-length", type=int, default=64, help="tokens per (query, passage)")
+    p.add_argument(
+        "--layers",
+        type=int,
+        default=None,
+        help="keep the base model's first N transformer layers (faster reranking; default all)",
+    )
     p.add_argument("--epochs", type=float, default=1.5)
     p.add_argument("--batch-size", type=int, default=8, help="groups per step")
     p.add_argument("--lr-body", type=float, default=5e-5)
@@ -62,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
         negative_mode=args.negative_mode,
         max_self_pairs=args.max_self_pairs,
         max_length=args.max_length,
+        layers=args.layers,
         epochs=args.epochs,
         batch_size=args.batch_size,
         lr_body=args.lr_body,

@@ -29,19 +29,36 @@ def base_model_path() -> Path:
     return Path(require_training(BASE_MODULE).get_model_path())
 
 
-def load_base(source: Path, max_length: int) -> tuple[Any, Any]:
+def load_base(source: Path, max_length: int, layers: int | None = None) -> tuple[Any, Any]:
     """(model, tokenizer): a 1-logit sequence classifier over ``source``'s BERT body (new head)
-    and its tokenizer reset to no padding and truncation at ``max_length``."""
+    and its tokenizer reset to no padding and truncation at ``max_length``.
+
+    ``layers`` keeps only the body's first that many transformer layers (a shallower, faster
+    student; None keeps them all); ValueError when the body has fewer.
+    """
     transformers = require_training("transformers")
     transformers.logging.set_verbosity_error()  # "newly initialized: classifier" is the point
     model = transformers.AutoModelForSequenceClassification.from_pretrained(
         str(source), num_labels=1
     )
+    if layers is not None:
+        _keep_first_layers(model, layers)
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
     tokenizer.backend_tokenizer.no_padding()  # the shipped file pads everything to 128
     tokenizer.backend_tokenizer.no_truncation()
     tokenizer.model_max_length = max_length
     return model, tokenizer
+
+
+def _keep_first_layers(model: Any, layers: int) -> None:
+    """Cut ``model``'s BERT encoder to its first ``layers`` layers, config included (so the
+    saved and exported model has that depth)."""
+    total = model.config.num_hidden_layers
+    if not 1 <= layers <= total:
+        raise ValueError(f"layers must be in [1, {total}] (the base model's depth), got {layers}")
+    encoder = model.base_model.encoder
+    encoder.layer = encoder.layer[:layers]
+    model.config.num_hidden_layers = layers
 
 
 def tokenize_pairs(

@@ -41,6 +41,7 @@ def train_reranker(
     negative_mode: str = "hard",
     max_self_pairs: int | None = 2000,
     max_length: int = 64,
+    layers: int | None = None,
     epochs: float = 1.5,
     batch_size: int = 8,
     lr_body: float = 5e-5,
@@ -83,6 +84,9 @@ def train_reranker(
     max_length : int
         Tokens of query and passage together, in training (longest-first truncation) and in
         validation and serving (``CrossEncoder``'s query-capped truncation).
+    layers : int, optional
+        Keep only the base model's first ``layers`` transformer layers (a shallower model that
+        reranks faster; None: all six of all-MiniLM-L6-v2).
     epochs : float
         Passes over the training pairs; a fraction trains on that share of one pass.
     batch_size : int
@@ -151,7 +155,9 @@ def train_reranker(
             f"{prepared} holds a prepared model; choose another prepared folder or remove it"
         )
     torch = require_training("torch")
-    model, tokenizer = load_base(Path(source) if source else base_model_path(), max_length)
+    model, tokenizer = load_base(
+        Path(source) if source else base_model_path(), max_length, layers
+    )
     started = time.perf_counter()
     random.seed(seed)
     torch.manual_seed(seed)
@@ -182,6 +188,7 @@ def train_reranker(
         examples=examples,
         settings=settings,
         extra_settings={
+            "layers": model.config.num_hidden_layers,
             "num_threads": num_threads,
             "max_self_pairs": max_self_pairs,
             "validation_fraction": validation_fraction,
