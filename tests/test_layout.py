@@ -17,6 +17,7 @@ LEAVES = {
     "checks",
     "corpus",
     "errors",
+    "metadata",  # document metadata columns and filters (numpy over errors, packed, storage)
     "packed",
     "protocols",
     "results",
