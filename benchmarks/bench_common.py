@@ -147,3 +147,39 @@ def ratio_rows() -> list[tuple[str, str, float, str, float]]:
         for name, b in sides.items()
         if name != ref
     ]
+
+
+# -- filtered dense search -----------------------------------------------------------------------
+
+
+def hnswlib_filter_search(index: Any, allowed: np.ndarray) -> Callable[[np.ndarray, int], Any]:
+    """The peer of ``DenseIndex.search(allowed=)``: hnswlib's own ``knn_query(filter=...)`` on
+    the index's graph (its private ``_store.graph``: the same graph, ``ef``), with ``k``.
+
+    The filter is a list lookup, the cheapest Python callable (hnswlib calls it once per
+    visited node, holding the GIL). To give the same answer as ours, the candidates are
+    rescored exactly and, when hnswlib finds fewer than ``k`` (it raises), the query is
+    searched exactly over the allowed rows. Takes one query vector (unit length) or a batch.
+    """
+    from hybrid_engine import SearchResult
+    from hybrid_engine.dense import knn
+    from hybrid_engine.dense.vectors import max_norm, prepare
+
+    graph, vectors = index._store.graph, index.vectors
+    lookup = allowed.tolist().__getitem__
+    rows = np.flatnonzero(allowed)
+    norm = max_norm(vectors)
+
+    def search(queries: np.ndarray, k: int) -> Any:
+        matrix = prepare(queries, "queries", index.metric, index.dim)
+        out = SearchResult.empty(len(matrix), k)
+        try:
+            labels, _ = graph.knn_query(matrix, k=k, num_threads=1, filter=lookup)
+        except RuntimeError:
+            if len(rows):
+                knn.exact_search(vectors, matrix, out.ids, out.scores, norm, rows)
+            return out
+        knn.top_k(vectors, matrix, labels.astype(np.int64), out.ids, out.scores)
+        return out
+
+    return search

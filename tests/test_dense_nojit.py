@@ -1,6 +1,7 @@
-"""The dense numba kernels (exact re-scoring, the graph-file check) run as plain Python
-(NUMBA_DISABLE_JIT=1) in a subprocess: the results equal the oracle and the compiled run's, and
-the graph check accepts a sound graph and refuses a broken one."""
+"""The dense numba kernels (exact re-scoring, scores of allowed rows, the graph-file check) run
+as plain Python (NUMBA_DISABLE_JIT=1) in a subprocess: the results equal the oracle and the
+compiled run's, a masked search included, and the graph check accepts a sound graph and refuses
+a broken one."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import numpy as np
 from numba.core import config
 assert config.DISABLE_JIT, "NUMBA_DISABLE_JIT did not take effect"
 from dense_oracle import knn
-from test_dense_nojit import QUERIES, VECTORS, build
+from test_dense_nojit import ALLOWED, QUERIES, VECTORS, build
 from hybrid_engine import DenseIndex, IndexFormatError
 from hybrid_engine.dense import _kernels as _dense_kernels
 assert not isinstance(_dense_kernels.rescore, numba.core.registry.CPUDispatcher)
@@ -38,6 +39,11 @@ for name, index in build().items():
     np.testing.assert_array_equal(exact.ids, ids)
     np.testing.assert_array_equal(exact.scores, scores)
     out[f"{name}_ids"], out[f"{name}_scores"] = loaded.search(QUERIES, 7).ids, exact.scores
+    masked = loaded.search(QUERIES, 7, allowed=ALLOWED)  # exact over the allowed rows
+    ids, scores = knn(VECTORS[ALLOWED], QUERIES, 7, loaded.metric)
+    np.testing.assert_array_equal(masked.ids, np.flatnonzero(ALLOWED)[ids])
+    np.testing.assert_array_equal(masked.scores, scores)
+    out[f"{name}_masked_ids"], out[f"{name}_masked_scores"] = masked.ids, masked.scores
 graph = Path(sys.argv[2]) / "graph" / "graph.hnsw"
 data = bytearray(graph.read_bytes())
 data[-4:] = (10**6).to_bytes(4, "little")  # the last upper-level link
@@ -58,6 +64,7 @@ np.savez(sys.argv[1], **out)
 _rng = np.random.default_rng(7)
 VECTORS = _rng.standard_normal((150, 12)).astype(np.float32)
 QUERIES = _rng.standard_normal((9, 12)).astype(np.float32)
+ALLOWED = _rng.random(150) < 0.3
 
 
 def build() -> dict[str, DenseIndex]:
@@ -88,3 +95,6 @@ def test_kernels_without_jit_equal_oracle_and_jit(tmp_path) -> None:
         np.testing.assert_array_equal(exact.scores, knn(VECTORS, QUERIES, 7, index.metric)[1])
         np.testing.assert_array_equal(nojit[f"{name}_scores"], exact.scores)
         np.testing.assert_array_equal(nojit[f"{name}_ids"], index.search(QUERIES, 7).ids)
+        masked = index.search(QUERIES, 7, allowed=ALLOWED)
+        np.testing.assert_array_equal(nojit[f"{name}_masked_ids"], masked.ids)
+        np.testing.assert_array_equal(nojit[f"{name}_masked_scores"], masked.scores)

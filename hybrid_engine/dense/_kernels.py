@@ -31,6 +31,31 @@ def approx_scores(vectors, queries, out):
             out[q, i] = acc
 
 
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz", "contract"})
+def approx_scores_rows(vectors, rows, queries, out):
+    """``approx_scores`` of the vectors ``vectors[rows]`` only, read in place.
+
+    Parameters
+    ----------
+    vectors : numpy.ndarray
+        float32, shape ``(n, dim)``.
+    rows : numpy.ndarray
+        int64, shape ``(n_rows,)``: positions in ``[0, n)``, not bounds-checked.
+    queries : numpy.ndarray
+        float32, shape ``(n_queries, dim)``.
+    out : numpy.ndarray
+        float32, shape ``(n_queries, n_rows)``: ``out[q, j]`` is about
+        ``queries[q] @ vectors[rows[j]]``.
+    """
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        for q in range(queries.shape[0]):
+            acc = np.float32(0.0)
+            for d in range(vectors.shape[1]):
+                acc += vectors[i, d] * queries[q, d]
+            out[q, j] = acc
+
+
 @numba.njit(cache=True, nogil=True)
 def rescore(vectors, queries, candidates, out):
     """Exact inner products of each query with its candidate vectors.

@@ -23,6 +23,7 @@ from hybrid_engine.dense.encoding import (
     encode_corpus,
     encode_queries,
 )
+from hybrid_engine.dense.filtered import check_allowed
 from hybrid_engine.dense.format import read_dense, write_dense
 from hybrid_engine.dense.params import DEFAULT_EF_SEARCH, DEFAULT_EXACT_THRESHOLD, DenseParams
 from hybrid_engine.dense.store import VectorStore
@@ -280,6 +281,7 @@ class DenseIndex:
         *,
         exact: bool = False,
         num_threads: int | None = None,
+        allowed: np.ndarray | None = None,
     ) -> SearchResult:
         """Top-k documents of each query by score (cosine similarity or inner product).
 
@@ -293,11 +295,20 @@ class DenseIndex:
             Hits per query, >= 1. Rows are padded (id -1, score -inf) past the number of
             documents.
         exact : bool
-            Score every vector (the recall reference) even when the index has a graph.
+            Score every (allowed) vector, the recall reference, even when the index has a
+            graph.
         num_threads : int, optional
             hnswlib threads for a batch; all cores when None (one query runs on the caller's
             thread). The exact path scores batches of 16 queries or more with a BLAS matrix
             product, on the BLAS library's threads, and smaller ones on the caller's thread.
+        allowed : numpy.ndarray, optional
+            bool, shape ``(num_documents,)``: only documents whose entry is True may be
+            returned (deleted or filtered-out ones are False). Applied before top-k: every row
+            has ``min(k, allowed.sum())`` hits, the top of the allowed documents as if the
+            index held them alone (through the graph, up to its approximation). Few allowed
+            documents are scored exactly, the allowed rows only; more go through the graph,
+            asked for enough candidates that ``k`` of them pass (``dense.filtered``), and a
+            query left with fewer is scored exactly over the allowed rows.
 
         Returns
         -------
@@ -312,21 +323,24 @@ class DenseIndex:
         ValueError
             ``k < 1``; query vectors of another dimension, with NaN or inf, or (cosine) all
             zeros; text queries on an index without an encoder; encoder output of the wrong
-            shape.
+            shape; ``allowed`` of another shape.
         TypeError
             Queries that are neither texts nor a numeric array, a mix of both; encoder output
-            that is not a float32 array.
+            that is not a float32 array; ``allowed`` that is not a numpy bool array.
         """
         k = check_k(k)
         threads = check_threads(num_threads)
+        if allowed is not None:
+            allowed = check_allowed(allowed, self.num_documents)
         if is_text_batch(queries):
             encoder = self._require_encoder("search text queries")
             matrix, rows, n_queries = encode_queries(encoder, queries, self.dim, self.metric)
-            return self._store.search(matrix, k, exact, threads).scattered(rows, n_queries)
+            found = self._store.search(matrix, k, exact, threads, allowed)
+            return found.scattered(rows, n_queries)
         if isinstance(queries, Sequence) and len(queries) == 0:
             return SearchResult.empty(0, k)
         matrix = _vectors.prepare(queries, "query vectors", self.metric, self.dim)
-        return self._store.search(matrix, k, exact, threads)
+        return self._store.search(matrix, k, exact, threads, allowed)
 
     # -- growth -------------------------------------------------------------------------------
 

@@ -49,8 +49,35 @@ def top_k(
     scores_out[:, : order.shape[1]] = np.take_along_axis(scores, order, axis=1)
 
 
-def _candidates(vectors: np.ndarray, queries: np.ndarray, k: int, max_norm: float) -> np.ndarray:
-    """Rows that may rank in the exact top ``k`` (``k <= n``) of each query, -1 padded.
+def _approx_scores(
+    vectors: np.ndarray, queries: np.ndarray, rows: np.ndarray | None, gathered: np.ndarray | None
+) -> np.ndarray:
+    """float32 ``(n_queries, n)`` approximate scores of the queries with every vector, or with
+    the ``n`` vectors ``vectors[rows]``: by a BLAS product with ``gathered`` (their copy) when
+    given, else read in place."""
+    if gathered is not None:
+        return queries @ gathered.T
+    if rows is None and len(queries) >= _BLAS_MIN_QUERIES:
+        return queries @ vectors.T
+    approx = np.empty((len(queries), len(vectors) if rows is None else len(rows)), np.float32)
+    if rows is None:
+        kernels.approx_scores(vectors, queries, approx)
+    else:
+        kernels.approx_scores_rows(vectors, rows, queries, approx)
+    return approx
+
+
+def _candidates(
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    k: int,
+    max_norm: float,
+    rows: np.ndarray | None,
+    gathered: np.ndarray | None,
+) -> np.ndarray:
+    """Rows that may rank in the exact top ``k`` (``k <= n``) of each query, -1 padded: among
+    all of ``vectors``, or among ``rows`` (positions of ``n`` of them) when given
+    (``gathered``: see ``_approx_scores``).
 
     A float32 dot product of ``dim`` terms is off by at most ``e = dim * 2**-24 * |q| * |x|``
     (times 1.01), whatever the order of its sums (BLAS or ``approx_scores``). So the k-th
@@ -58,22 +85,22 @@ def _candidates(vectors: np.ndarray, queries: np.ndarray, k: int, max_norm: floa
     score, and every row whose exact score can reach or tie that one scores, approximately, at
     least the approximate k-th score minus twice that: those rows are the candidates.
     """
-    n, dim = vectors.shape
+    dim = vectors.shape[1]
+    n = len(vectors) if rows is None else len(rows)
     if k == n:
-        return np.tile(np.arange(n, dtype=np.int64), (len(queries), 1))
-    if len(queries) >= _BLAS_MIN_QUERIES:
-        approx = queries @ vectors.T
-    else:
-        approx = np.empty((len(queries), n), dtype=np.float32)
-        kernels.approx_scores(vectors, queries, approx)
+        every = np.arange(n, dtype=np.int64) if rows is None else rows
+        return np.tile(every, (len(queries), 1))
+    approx = _approx_scores(vectors, queries, rows, gathered)
     kth = np.partition(approx, n - k, axis=1)[:, n - k].astype(np.float64)
     query_norms = np.sqrt(np.einsum("ij,ij->i", queries, queries, dtype=np.float64))
     error = 1.01 * dim * 2.0**-24 * query_norms * max_norm + dim * 2.0**-125
     slack = 2 * (error + 2.0**-24 * (np.abs(kth) + error))
-    rows, cols = np.nonzero(approx >= (kth - slack)[:, None])
-    counts = np.bincount(rows, minlength=len(queries))
+    hit_rows, cols = np.nonzero(approx >= (kth - slack)[:, None])
+    counts = np.bincount(hit_rows, minlength=len(queries))
     out = np.full((len(queries), counts.max()), -1, dtype=np.int64)
-    out[rows, np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]] = cols
+    out[hit_rows, np.arange(len(hit_rows)) - (np.cumsum(counts) - counts)[hit_rows]] = (
+        cols if rows is None else rows[cols]
+    )
     return out
 
 
@@ -83,15 +110,23 @@ def exact_search(
     ids_out: np.ndarray,
     scores_out: np.ndarray,
     max_norm: float,
+    rows: np.ndarray | None = None,
 ) -> None:
-    """Exact top-k of every query over all ``vectors``, written into the outs (see ``top_k``).
+    """Exact top-k of every query over all ``vectors``, or over ``vectors[rows]`` only, written
+    into the outs as positions of ``vectors`` (see ``top_k``).
 
     ``max_norm`` bounds the Euclidean norm of every row of ``vectors`` (see ``_candidates``).
+    ``rows``: int64 ``(n_rows,)``, distinct positions in ``[0, n)``, at least one; the other
+    rows are never read. A batch of ``_BLAS_MIN_QUERIES`` or more copies them once (``n_rows``
+    float32 rows) for its BLAS products.
     """
-    n = len(vectors)
+    n = len(vectors) if rows is None else len(rows)
     k = min(ids_out.shape[1], n)
     step = max(1, _SCORES_PER_CHUNK // n)
+    gathered = None
+    if rows is not None and len(queries) >= _BLAS_MIN_QUERIES:
+        gathered = vectors[rows]
     for lo in range(0, len(queries), step):
         part = slice(lo, lo + step)
-        candidates = _candidates(vectors, queries[part], k, max_norm)
+        candidates = _candidates(vectors, queries[part], k, max_norm, rows, gathered)
         top_k(vectors, queries[part], candidates, ids_out[part], scores_out[part])

@@ -6,6 +6,7 @@ import hnswlib
 import numpy as np
 
 from hybrid_engine.checks import check_int
+from hybrid_engine.dense import filtered as _filtered
 from hybrid_engine.dense import hnsw as _hnsw
 from hybrid_engine.dense import knn as _knn
 from hybrid_engine.dense import vectors as _vectors
@@ -80,13 +81,28 @@ class VectorStore:
         if self._graph is not None:
             self._graph.set_ef(self._ef_search)
 
-    def search(self, matrix: np.ndarray, k: int, exact: bool, threads: int) -> SearchResult:
+    def search(
+        self,
+        matrix: np.ndarray,
+        k: int,
+        exact: bool,
+        threads: int,
+        allowed: np.ndarray | None = None,
+    ) -> SearchResult:
         """The top ``k`` of prepared query rows: through the graph (candidates rescored
-        exactly) unless ``exact``, there is none, or ``k`` covers every vector."""
+        exactly) unless ``exact``, there is none, or ``k`` covers every vector.
+
+        ``allowed`` (checked bool, ``(count,)``): only those vectors may be returned, each row
+        holding ``min(k, allowed.sum())`` hits (``filtered``)."""
         out = SearchResult.empty(len(matrix), k)
         if len(matrix) == 0:
             return out
         vectors = self.vectors
+        if allowed is not None:
+            n_allowed = int(np.count_nonzero(allowed))
+            if n_allowed < len(vectors):
+                self._search_allowed(matrix, exact, threads, allowed, n_allowed, out)
+                return out
         if self._graph is not None and not exact and k < len(vectors):
             try:
                 labels, _ = self._graph.knn_query(matrix, k=k, num_threads=threads)
@@ -98,6 +114,35 @@ class VectorStore:
                 return out
         _knn.exact_search(vectors, matrix, out.ids, out.scores, self._vector_norm_bound())
         return out
+
+    def _search_allowed(
+        self,
+        matrix: np.ndarray,
+        exact: bool,
+        threads: int,
+        allowed: np.ndarray,
+        n_allowed: int,
+        out: SearchResult,
+    ) -> None:
+        """Write into ``out`` the top-k of each query among the ``n_allowed`` (fewer than all)
+        allowed vectors: through the oversampled graph when ``filtered.plan`` says it pays,
+        else (and for the queries it leaves short) exactly over the allowed rows."""
+        if n_allowed == 0:
+            return
+        vectors, k = self.vectors, out.ids.shape[1]
+        graph, short = self._graph, np.ones(len(matrix), dtype=bool)
+        if graph is not None and not exact:
+            size = _filtered.plan(k, n_allowed, len(vectors), self._ef_search, self._params.m)
+            if size is not None:
+                short = _filtered.graph_allowed(
+                    graph, vectors, matrix, allowed, size, threads, out.ids, out.scores
+                )
+        if short.any():
+            rest = SearchResult.empty(int(np.count_nonzero(short)), k)
+            rows = np.flatnonzero(allowed)
+            norm = self._vector_norm_bound()
+            _knn.exact_search(vectors, matrix[short], rest.ids, rest.scores, norm, rows)
+            out.ids[short], out.scores[short] = rest.ids, rest.scores
 
     def _vector_norm_bound(self) -> float:
         """An upper bound of the vectors' L2 norms (computed on first use)."""
