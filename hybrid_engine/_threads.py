@@ -23,8 +23,8 @@ def default_threads() -> int:
 def shared_pool(workers: int) -> ThreadPoolExecutor:
     """A process-wide pool of at least ``workers`` threads.
 
-    Reusing threads keeps their per-thread scratch buffers (see ``BM25Index``) and saves a
-    thread start per call. The pool only grows; an outgrown pool finishes its queued work.
+    Reusing threads saves a thread start per call. The pool only grows; an outgrown pool
+    finishes its queued work.
     """
     global _pool, _pool_size
     with _lock:

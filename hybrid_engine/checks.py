@@ -1,5 +1,5 @@
 """Argument checks shared by every module: ints and ``k``, thread counts, text batches (lists,
-tuples or numpy arrays of str)."""
+tuples or numpy arrays of str), masks of allowed documents."""
 
 from __future__ import annotations
 
@@ -29,6 +29,39 @@ def check_int(name: str, value: object, minimum: int, maximum: int | None = None
 def check_k(k: object) -> int:
     """The number of hits per query, an int >= 1."""
     return check_int("k", k, 1)
+
+
+def check_allowed(allowed: object, n_docs: int) -> np.ndarray:
+    """``allowed``, a mask of the documents a search may return, as given: a numpy bool
+    array of shape ``(n_docs,)``, C-contiguous (never converted, so a stray int array or a
+    strided view is an error rather than a silent copy per call).
+
+    Raises
+    ------
+    TypeError
+        Not a numpy array, or not of dtype bool.
+    ValueError
+        The wrong shape, or not C-contiguous.
+    """
+    if not isinstance(allowed, np.ndarray):
+        raise TypeError(
+            f"allowed must be a numpy bool array of shape ({n_docs},), got {type(allowed).__name__}"
+        )
+    if allowed.dtype != np.bool_:
+        raise TypeError(
+            f"allowed must have dtype bool, got {allowed.dtype}; build it as a bool mask "
+            "(e.g. ids >= 0, or np.zeros(n, dtype=bool))"
+        )
+    if allowed.shape != (n_docs,):
+        raise ValueError(
+            f"allowed must have shape ({n_docs},), one entry per document, got {allowed.shape}"
+        )
+    if not allowed.flags.c_contiguous:
+        raise ValueError(
+            "allowed must be C-contiguous; pass np.ascontiguousarray(allowed) once, not a "
+            "strided view"
+        )
+    return allowed
 
 
 def check_names(spec: str, known: Sequence[str], what: str, noun: str) -> list[str]:

@@ -12,11 +12,22 @@ import numpy as np
 from bm25_oracle import NumpyBM25
 
 from hybrid_engine import Analyzer, BM25Index, SearchResult
+from hybrid_engine.lexical import _kernels as kernels
 
 NEAR_TIE = 1e-6
 """Oracle scores closer than this (relative) may swap: the kernels use float32 length factors
 and impacts, so such documents can legitimately come out in either order."""
 SCORE_RTOL = 1e-4
+
+# Every query through one accumulation path: the default choice, always sparse (hits tracked
+# per posting), or always dense with windows of 7 documents (so a query spans many windows,
+# posting lists resume across them, and large k compacts its candidates between windows).
+# Values: (kernels.dense_work replacement, kernels.WINDOW), to monkeypatch; None keeps both.
+PATHS = {
+    "auto": None,
+    "sparse": (lambda n_docs, k: 1 << 62, kernels.WINDOW),
+    "dense-windows": (lambda n_docs, k: 0, 7),
+}
 
 
 def doc_text(doc: str | dict) -> str:
@@ -49,19 +60,23 @@ def compare_with_oracle(
     oracle: NumpyBM25,
     query_tokens: Sequence[Sequence[str]],
     k: int,
+    allowed: np.ndarray | None = None,
 ) -> Comparison:
     """Assert each row is the oracle's top-k (ties by position) up to float32 near-ties.
 
     A row must hold exactly ``min(k, matching documents)`` hits, then padding; each hit must
     match and score within ``SCORE_RTOL`` of the oracle; ids must equal the oracle's top-k,
-    except where the two swapped documents' oracle scores are within ``NEAR_TIE``.
+    except where the two swapped documents' oracle scores are within ``NEAR_TIE``. With
+    ``allowed``, only the documents it marks count as matching.
     """
     assert result.ids.shape == result.scores.shape == (len(query_tokens), k)
     assert result.ids.dtype == np.int64 and result.scores.dtype == np.float32
     comparison = Comparison()
     for q, tokens in enumerate(query_tokens):
         acc, matched = oracle.scores(list(tokens))
-        want_ids, want_scores = oracle.top_k(list(tokens), k)
+        if allowed is not None:
+            matched &= allowed
+        want_ids, want_scores = oracle.top_k(list(tokens), k, allowed)
         ids, scores = result.ids[q], result.scores[q]
         n = len(want_ids)
         assert n == min(k, int(matched.sum()))

@@ -78,9 +78,14 @@ class NumpyBM25:
             matched[docs] = True
         return acc, matched
 
-    def top_k(self, query_tokens: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k positions and scores among matching documents; ties by ascending position."""
+    def top_k(
+        self, query_tokens: list[str], k: int, allowed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k positions and scores among matching documents (those of ``allowed`` only,
+        when given); ties by ascending position."""
         acc, matched = self.scores(query_tokens)
+        if allowed is not None:
+            matched &= allowed
         candidates = np.flatnonzero(matched)
         order = np.lexsort((candidates, -acc[candidates]))[:k]
         return candidates[order], acc[candidates[order]]

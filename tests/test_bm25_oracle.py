@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 from bm25_checks import (
+    PATHS,
     assert_row_invariants,
     compare_with_oracle,
     doc_text,
@@ -126,16 +127,6 @@ def test_synthetic_queries_cover_dense_and_sparse_paths() -> None:
     )
     dense = work >= kernels.dense_work(index.num_documents, 10)
     assert dense.any() and (~dense & (work > 0)).any(), work
-
-
-# Every query through one accumulation path: the default choice, always sparse (hits tracked
-# per posting), or always dense with windows of 7 documents (so a query spans many windows,
-# posting lists resume across them, and large k compacts its candidates between windows).
-PATHS = {
-    "auto": None,
-    "sparse": (lambda n_docs, k: 1 << 62, kernels.WINDOW),
-    "dense-windows": (lambda n_docs, k: 0, 7),
-}
 
 
 @pytest.fixture(params=sorted(PATHS))

@@ -1,14 +1,18 @@
 """Threads change nothing: concurrent searches, parallel batches and parallel builds give
-exactly the sequential results and arrays."""
+exactly the sequential results and arrays; the scratch memory kept for searches is bounded
+however many threads searched."""
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
 from hybrid_engine import BM25Index
+from hybrid_engine._threads import default_threads
+from hybrid_engine.lexical.scratch import ScratchPool
 
 
 def corpus(n_docs: int, seed: int) -> list[str]:
@@ -45,6 +49,41 @@ def test_concurrent_searches_equal_sequential(index: BM25Index) -> None:
             for e, g in zip(expected, got):
                 np.testing.assert_array_equal(g.ids, e.ids)
                 np.testing.assert_array_equal(g.scores, e.scores)
+
+
+def test_32_threads_at_once_keep_at_most_the_pool_bound(index: BM25Index) -> None:
+    tasks = [(QUERIES[i * 12 : (i + 1) * 12], [1, 10, 100, 1000][i % 4]) for i in range(32)]
+    expected = [index.search(q, k, num_threads=1) for q, k in tasks]
+    start = threading.Barrier(len(tasks))
+
+    def search(task: tuple[list[str], int]):  # type: ignore[no-untyped-def]
+        start.wait()  # all 32 searches in flight together, each borrowing a scratch set
+        return index.search(*task, num_threads=1)
+
+    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+        got = list(pool.map(search, tasks))
+    for e, g in zip(expected, got):
+        np.testing.assert_array_equal(g.ids, e.ids)
+        np.testing.assert_array_equal(g.scores, e.scores)
+    free = index._searcher._scratch._free
+    assert 1 <= len(free) <= default_threads()
+    for acc, _, _ in free:  # what is kept for reuse is clean
+        assert not acc.any()
+
+
+def test_scratch_pool_keeps_at_most_its_bound() -> None:
+    pool = ScratchPool(10, max_kept=2)
+    with pool.borrowed() as a, pool.borrowed() as b, pool.borrowed() as c:
+        assert len({id(a), id(b), id(c)}) == 3
+        assert a[0].shape == (10,) and a[1].shape == a[2].shape == (11,)
+        assert (a[0].dtype, a[1].dtype, a[2].dtype) == (np.float64, np.int32, np.float32)
+    assert len(pool._free) == 2
+    with pool.borrowed() as again:
+        assert any(again is kept for kept in (a, b, c))
+    with pytest.raises(RuntimeError), pool.borrowed() as dirty:
+        dirty[0][3] = 1.0
+        raise RuntimeError("a kernel interrupted mid-query")
+    assert all(kept is not dirty for kept in pool._free) and len(pool._free) == 1
 
 
 @pytest.mark.parametrize("k", [10, 100])

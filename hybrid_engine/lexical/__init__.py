@@ -2,5 +2,6 @@
 
 from hybrid_engine.lexical.analysis import Analyzer, AnalyzerConfig
 from hybrid_engine.lexical.bm25 import BM25Index, BM25Params
+from hybrid_engine.lexical.statistics import CollectionStats
 
-__all__ = ["Analyzer", "AnalyzerConfig", "BM25Index", "BM25Params"]
+__all__ = ["Analyzer", "AnalyzerConfig", "BM25Index", "BM25Params", "CollectionStats"]

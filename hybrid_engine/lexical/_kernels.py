@@ -36,30 +36,41 @@ METHODS = {"lucene": 0, "robertson": 1, "atire": 2, "bm25l": 3, "bm25+": 4}
 def term_idf(doc_freqs: np.ndarray, n_docs: int, method: str) -> np.ndarray:
     """Inverse document frequency of every term, float64, shape ``(n_terms,)``.
 
-    ``robertson`` is clamped at 0 so that very common terms never lower a score.
+    ``doc_freqs`` (any integer dtype) counts the documents holding each term among ``n_docs``.
+    ``robertson`` is clamped at 0 so that very common terms never lower a score. A term in no
+    document (possible with collection-wide counts, see ``BM25Index.with_statistics``) gets 0:
+    like a term absent from the index, it neither scores nor matches.
     """
     df = doc_freqs.astype(np.float64)
     n = float(n_docs)
-    if method == "lucene":
-        return np.log1p((n - df + 0.5) / (df + 0.5))
-    if method == "robertson":
-        return np.log(np.maximum((n - df + 0.5) / (df + 0.5), 1.0))
-    if method == "atire":
-        return np.log(n / df)
-    if method == "bm25l":
-        return np.log((n + 1.0) / (df + 0.5))
-    if method == "bm25+":
-        return np.log((n + 1.0) / df)
-    raise ValueError(f"unknown BM25 method {method!r}; choose one of {sorted(METHODS)}")
+    with np.errstate(divide="ignore"):  # df == 0 (atire, bm25+), replaced below
+        if method == "lucene":
+            idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        elif method == "robertson":
+            idf = np.log(np.maximum((n - df + 0.5) / (df + 0.5), 1.0))
+        elif method == "atire":
+            idf = np.log(n / df)
+        elif method == "bm25l":
+            idf = np.log((n + 1.0) / (df + 0.5))
+        elif method == "bm25+":
+            idf = np.log((n + 1.0) / df)
+        else:
+            raise ValueError(f"unknown BM25 method {method!r}; choose one of {sorted(METHODS)}")
+    idf[df == 0.0] = 0.0
+    return idf
 
 
-def doc_factors(doc_lengths: np.ndarray, method: str, k1: float, b: float) -> np.ndarray:
+def doc_factors(
+    doc_lengths: np.ndarray, avgdl: float, method: str, k1: float, b: float
+) -> np.ndarray:
     """Per-document length factor the kernels divide by, float32, shape ``(n_docs,)``.
 
     ``norm = 1 - b + b * |d| / avgdl``; the factor is ``norm`` for bm25l and ``k1 * norm`` for
-    the other variants. A corpus whose documents are all empty has ``norm = 1``.
+    the other variants. ``avgdl`` is the collection's ``total length / number of documents``
+    (``BM25Index`` computes it as exactly that division, so that an index given a
+    collection's statistics scores like one built over it); ``avgdl == 0`` (every document
+    empty) gives ``norm = 1``.
     """
-    avgdl = float(doc_lengths.mean()) if doc_lengths.size else 0.0
     if avgdl == 0.0:
         norm = np.ones(doc_lengths.shape, dtype=np.float64)
     else:
@@ -252,6 +263,7 @@ def search_batch(
     doc_freqs,
     layout,
     scoring,
+    allowed,
     out_ids,
     out_scores,
     acc,
@@ -279,6 +291,11 @@ def search_batch(
     scoring : tuple
         ``(method, k1, delta)``: a code of ``METHODS`` and the BM25 parameters (``delta`` is
         used by bm25l and bm25+ only).
+    allowed : numpy.ndarray or None
+        bool ``(n_docs,)``: only documents with ``allowed[d]`` are hits. The others are
+        accumulated like any document, and the selection skips them as candidates
+        (``_topk``), so they never take a place in a row; None allows all, at no cost (numba
+        compiles that case apart).
     out_ids, out_scores : numpy.ndarray
         int64 and float32 ``(n_queries, k)``, pre-filled with -1 and -inf; rows are written
         best first. A hit's score is the float64 sum of its term contributions in query-term
@@ -324,7 +341,7 @@ def search_batch(
         weights = weights[:m]
         if work < dense_from:
             n_hits = _accumulate_sparse(terms, weights, layout, scoring, acc, hits)
-            select_top_k(acc, hits, n_hits, k, out_ids[q], out_scores[q])
+            select_top_k(acc, hits, n_hits, k, out_ids[q], out_scores[q], allowed)
             for i in range(n_hits):
                 acc[hits[i]] = 0.0
             continue
@@ -348,9 +365,11 @@ def search_batch(
             if not _accumulate_window(terms, weights, cursors, layout, scoring, start, stop, acc):
                 continue
             if k <= SMALL_K:
-                size = scan_small(acc, stop - start, start, k, buf_scores, buf_docs, size)
+                size = scan_small(acc, stop - start, start, k, buf_scores, buf_docs, size, allowed)
             else:
-                n_hits = collect_range(acc, stop - start, start, bound, hits, hit_scores, n_hits)
+                n_hits = collect_range(
+                    acc, stop - start, start, bound, hits, hit_scores, n_hits, allowed
+                )
                 if n_hits >= 2 * k and stop < n_docs:  # keep the best k, raise the bound
                     top_k_radix(hit_scores, hits, n_hits, k, out_ids[q], out_scores[q])
                     hits[:k] = out_ids[q]
@@ -363,6 +382,34 @@ def search_batch(
             out_scores[q, :size] = buf_scores[:size]
         else:
             top_k_radix(hit_scores, hits, n_hits, k, out_ids[q], out_scores[q])
+
+
+@numba.njit(cache=True, nogil=True)
+def allowed_doc_freqs(layout, allowed):
+    """For each term, how many allowed documents hold it: int64 ``(n_terms,)``.
+
+    ``layout`` is as in ``search_batch`` (the impact entries when cached, else the varint
+    postings); ``allowed`` is bool ``(n_docs,)``.
+    """
+    posting_offsets, postings, _, impact_offsets, impact_docs, _, use_impacts = layout
+    n_terms = (impact_offsets if use_impacts else posting_offsets).shape[0] - 1
+    counts = np.zeros(n_terms, dtype=np.int64)
+    for term in range(n_terms):
+        count = 0
+        if use_impacts:
+            for i in range(impact_offsets[term], impact_offsets[term + 1]):
+                count += allowed[impact_docs[i]]
+        else:
+            pos = posting_offsets[term]
+            end = posting_offsets[term + 1]
+            doc = np.int64(0)
+            while pos < end:
+                gap, pos = _read_varint(postings, pos)
+                _, pos = _read_varint(postings, pos)
+                doc += gap
+                count += allowed[doc]
+        counts[term] = count
+    return counts
 
 
 @numba.njit(cache=True, nogil=True)

@@ -3,6 +3,10 @@
 Hits are ranked by descending score rounded to float32 (the score callers get back), then
 ascending position (document id): a row's order is exactly the order of its returned scores,
 ties by position. All kernels are ``nogil``.
+
+The selecting kernels take ``allowed``: None, or a bool ``(n_docs,)`` mask of the documents
+that may be selected; a document it excludes is skipped as a candidate, so it never takes a
+place in the top k. numba compiles the None case apart, its mask checks removed.
 """
 
 from __future__ import annotations
@@ -42,11 +46,11 @@ normal float32 ``t > 0`` (its spacing is at most ``t * 2**-23``)."""
 
 
 @numba.njit(cache=True, nogil=True)
-def _top_k_small(acc, hits, n_hits, k, out_ids, out_scores):
+def _top_k_small(acc, hits, n_hits, k, out_ids, out_scores, allowed):
     """Top-k of listed hits for small k: a sorted buffer that most hits never enter.
 
     Once the buffer is full, a float64 compare against a bound just under the k-th float32
-    score rejects almost every hit before any rounding.
+    score rejects almost every hit before any rounding (and before the mask is read).
     """
     buf_scores = np.empty(k, dtype=np.float32)
     buf_docs = np.empty(k, dtype=np.int64)
@@ -56,6 +60,9 @@ def _top_k_small(acc, hits, n_hits, k, out_ids, out_scores):
         doc = hits[i]
         if acc[doc] < bound:
             continue
+        if allowed is not None:
+            if not allowed[doc]:
+                continue
         score = np.float32(acc[doc])
         if size < k or _better(score, doc, buf_scores[k - 1], buf_docs[k - 1]):
             size = _insert(buf_scores, buf_docs, size, k, score, doc)
@@ -67,9 +74,9 @@ def _top_k_small(acc, hits, n_hits, k, out_ids, out_scores):
 
 
 @numba.njit(cache=True, nogil=True)
-def scan_small(acc, n, base, k, buf_scores, buf_docs, size):
-    """Offer the positive entries of ``acc[:n]`` (document ``base + i`` at ``acc[i]``) to a
-    sorted top-k buffer (k <= SMALL_K); returns the new buffer size.
+def scan_small(acc, n, base, k, buf_scores, buf_docs, size, allowed):
+    """Offer the positive entries of ``acc[:n]`` (document ``base + i`` at ``acc[i]``) of
+    allowed documents to a sorted top-k buffer (k <= SMALL_K); returns the new buffer size.
 
     Call on ascending, disjoint document ranges with the same buffer. Scanning in ascending
     position, a later equal score never ranks higher, so a hit enters a full buffer only with a
@@ -79,6 +86,9 @@ def scan_small(acc, n, base, k, buf_scores, buf_docs, size):
     bound = np.float64(buf_scores[k - 1]) if size == k else 0.0
     for i in range(n):
         if acc[i] > bound:
+            if allowed is not None:
+                if not allowed[base + i]:
+                    continue
             score = np.float32(acc[i])
             if size < k or score > buf_scores[k - 1]:
                 size = _insert(buf_scores, buf_docs, size, k, score, base + i)
@@ -88,14 +98,21 @@ def scan_small(acc, n, base, k, buf_scores, buf_docs, size):
 
 
 @numba.njit(cache=True, nogil=True)
-def collect_range(acc, n, base, bound, hit_docs, hit_scores, count):
-    """Append the entries of ``acc[:n]`` above ``bound`` (>= 0) as (document ``base + i``,
-    float32 score) after the first ``count`` of ``hit_docs``/``hit_scores``; returns the new
-    count. Branch-free: both arrays need one spare entry."""
-    for i in range(n):
-        hit_docs[count] = base + i
-        hit_scores[count] = acc[i]
-        count += acc[i] > bound
+def collect_range(acc, n, base, bound, hit_docs, hit_scores, count, allowed):
+    """Append the entries of ``acc[:n]`` above ``bound`` (>= 0) of allowed documents as
+    (document ``base + i``, float32 score) after the first ``count`` of
+    ``hit_docs``/``hit_scores``; returns the new count. Branch-free: both arrays need one
+    spare entry."""
+    if allowed is None:
+        for i in range(n):
+            hit_docs[count] = base + i
+            hit_scores[count] = acc[i]
+            count += acc[i] > bound
+    else:
+        for i in range(n):
+            hit_docs[count] = base + i
+            hit_scores[count] = acc[i]
+            count += (acc[i] > bound) & allowed[base + i]
     return count
 
 
@@ -163,24 +180,38 @@ def top_k_radix(scores, docs, n_hits, k, out_ids, out_scores):
 
 
 @numba.njit(cache=True, nogil=True)
-def select_top_k(acc, hits, n_hits, k, out_ids, out_scores):
-    """Write the exact top-k hits (or all, when fewer) into one output row, best first.
+def select_top_k(acc, hits, n_hits, k, out_ids, out_scores, allowed):
+    """Write the exact top-k allowed hits (or all, when fewer) into one output row, best
+    first.
 
     Parameters
     ----------
     acc : numpy.ndarray
         float64 ``(n_docs,)``: scores, valid at the hit positions; all must be > 0.
     hits : numpy.ndarray
-        int32: the hit positions are ``hits[:n_hits]``, each once, in any order.
+        int32: the hit positions are ``hits[:n_hits]``, each once, in any order (left as
+        they are, so callers can reset ``acc`` at every hit).
     out_ids, out_scores : numpy.ndarray
         int64 and float32 ``(k,)``; entries past the number of hits are left as they are.
+    allowed : numpy.ndarray or None
+        bool ``(n_docs,)``: the hits that may be selected; None: all.
     """
     if n_hits == 0:
         return
     if k <= SMALL_K:
-        _top_k_small(acc, hits, n_hits, k, out_ids, out_scores)
+        _top_k_small(acc, hits, n_hits, k, out_ids, out_scores, allowed)
         return
     scores = np.empty(n_hits, dtype=np.float32)
-    for i in range(n_hits):
-        scores[i] = acc[hits[i]]
-    top_k_radix(scores, hits, n_hits, k, out_ids, out_scores)
+    if allowed is None:
+        for i in range(n_hits):
+            scores[i] = acc[hits[i]]
+        top_k_radix(scores, hits, n_hits, k, out_ids, out_scores)
+        return
+    docs = np.empty(n_hits, dtype=np.int32)  # the allowed hits, appended branch-free
+    kept = 0
+    for i in range(n_hits):  # kept <= i: every write is in bounds
+        doc = hits[i]
+        docs[kept] = doc
+        scores[kept] = acc[doc]
+        kept += allowed[doc]
+    top_k_radix(scores, docs, kept, k, out_ids, out_scores)

@@ -1,4 +1,5 @@
-"""BM25 retrieval: a C++-built inverted index scored by numba kernels."""
+"""BM25 retrieval: a C++-built inverted index scored by numba kernels, with its own collection
+statistics or with those of a larger collection it is a segment of."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from hybrid_engine import _core
-from hybrid_engine.checks import check_k, check_queries, check_threads
+from hybrid_engine.checks import check_allowed, check_k, check_queries, check_threads
 from hybrid_engine.corpus import DocIds, Document, iter_batches
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.lexical import _kernels as kernels
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.lexical.postings import PostingsSearcher
+from hybrid_engine.lexical.statistics import CollectionStats
+from hybrid_engine.packed import PackedStrings
 from hybrid_engine.results import SearchResult
 from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
 
@@ -76,7 +79,10 @@ _PARAM_NAMES = {f.name for f in fields(BM25Params)}
 class BM25Index:
     """An immutable BM25 index over a fixed corpus.
 
-    Build one with ``BM25Index.build`` or read one with ``BM25Index.load``.
+    Build one with ``BM25Index.build`` or read one with ``BM25Index.load``. An index scores
+    with its own statistics (``N``, each term's document frequency, the average document
+    length); ``with_statistics`` gives a view of it that scores with a larger collection's, as
+    a segment of a live index does.
 
     Notes
     -----
@@ -91,23 +97,39 @@ class BM25Index:
         analyzer: AnalyzerConfig,
         doc_ids: DocIds,
         cache_impacts: bool,
+        *,
+        encoder: _core.QueryEncoder | None = None,
+        statistics: tuple[CollectionStats, np.ndarray] | None = None,
     ) -> None:
-        """Private: use ``build`` or ``load``. ``arrays`` must already be validated."""
+        """Private: use ``build``, ``load`` or ``with_statistics``. ``arrays`` (and
+        ``statistics``, the collection's stats and per-term document frequencies) must already
+        be validated; ``encoder`` is the query encoder of the same vocabulary, to share."""
         self._arrays = arrays
         self._params = params
         self._analyzer = analyzer
         self._doc_ids = doc_ids
-        self._encoder = _core.QueryEncoder(
-            analyzer.to_core(), arrays["vocab_bytes"], arrays["vocab_offsets"]
-        )
+        self._cache_impacts = bool(cache_impacts)
+        if encoder is None:
+            encoder = _core.QueryEncoder(
+                analyzer.to_core(), arrays["vocab_bytes"], arrays["vocab_offsets"]
+            )
+        self._encoder = encoder
         doc_lengths = arrays["doc_lengths"]
-        self._idf = kernels.term_idf(arrays["doc_freqs"], len(doc_lengths), params.method)
-        self._factors = kernels.doc_factors(doc_lengths, params.method, params.k1, params.b)
-        self._avg_doc_length = float(doc_lengths.mean())
+        self._external_statistics = statistics is not None
+        if statistics is None:
+            statistics = (
+                CollectionStats(len(doc_lengths), int(doc_lengths.sum())),
+                arrays["doc_freqs"],
+            )
+        self._statistics, doc_freqs = statistics
+        self._idf = kernels.term_idf(doc_freqs, self._statistics.n_docs, params.method)
+        self._factors = kernels.doc_factors(
+            doc_lengths, self._statistics.avg_doc_length, params.method, params.k1, params.b
+        )
         method = kernels.METHODS[params.method]
         self._scoring = (method, float(params.k1), float(params.delta))
         impacts = _NO_IMPACTS
-        if cache_impacts:
+        if self._cache_impacts:
             impacts = kernels.impacts_from_postings(
                 arrays["posting_offsets"],
                 arrays["postings"],
@@ -121,7 +143,7 @@ class BM25Index:
             arrays["postings"],
             self._factors,
             *impacts,
-            bool(cache_impacts),
+            self._cache_impacts,
         )
         self._searcher = PostingsSearcher(
             self._idf, arrays["doc_freqs"], layout, self._scoring, len(doc_lengths)
@@ -221,8 +243,27 @@ class BM25Index:
 
     @property
     def avg_doc_length(self) -> float:
-        """Mean number of indexed terms per document."""
-        return self._avg_doc_length
+        """Mean number of indexed terms per document that scores use: ``total_length /
+        n_docs`` of ``statistics``."""
+        return self._statistics.avg_doc_length
+
+    @property
+    def statistics(self) -> CollectionStats:
+        """The collection statistics the scores use: this index's own documents, or those given
+        to ``with_statistics``."""
+        return self._statistics
+
+    @property
+    def terms(self) -> PackedStrings:
+        """The analysed terms, by term id (``terms[term_id(t)] == t``)."""
+        return PackedStrings.from_arrays(self._arrays, self.num_terms, "vocab")
+
+    @property
+    def doc_lengths(self) -> np.ndarray:
+        """int32 ``(n_docs,)``, read-only: the number of indexed terms of each document."""
+        view = self._arrays["doc_lengths"].view()
+        view.flags.writeable = False
+        return view
 
     def __len__(self) -> int:
         return self.num_documents
@@ -239,7 +280,8 @@ class BM25Index:
         return int(self._encoder.term_id(term))
 
     def doc_freq(self, term: str) -> int:
-        """Number of documents holding an analysed term (0 when absent)."""
+        """Number of this index's documents holding an analysed term (0 when absent): its
+        postings, whatever the statistics the scores use."""
         t = self.term_id(term)
         return int(self._arrays["doc_freqs"][t]) if t >= 0 else 0
 
@@ -251,6 +293,7 @@ class BM25Index:
         k: int = 10,
         *,
         num_threads: int | None = None,
+        allowed: np.ndarray | None = None,
     ) -> SearchResult:
         """Exact BM25 top-k for each query.
 
@@ -266,6 +309,13 @@ class BM25Index:
         num_threads : int, optional
             Threads scoring the batch; when None, up to all cores for large batches (one per
             32 queries).
+        allowed : numpy.ndarray, optional
+            bool ``(num_documents,)``, C-contiguous: only documents with ``allowed[d]`` are
+            returned (deleted or filtered-out documents are False). A row equals the unmasked
+            ranking with the other documents removed, ids and scores alike, so it holds ``k``
+            hits whenever ``k`` allowed documents match. The mask does not change the scores:
+            for the statistics of the allowed documents only, search a ``with_statistics``
+            view.
 
         Returns
         -------
@@ -275,19 +325,121 @@ class BM25Index:
         Raises
         ------
         ValueError
-            ``k < 1``.
+            ``k < 1``, or ``allowed`` of the wrong shape or not C-contiguous.
         TypeError
-            Queries that are not a str or a batch of str (``checks.check_queries``).
+            Queries that are not a str or a batch of str (``checks.check_queries``), or
+            ``allowed`` that is not a numpy bool array.
         """
         texts = check_queries(queries)
         k = check_k(k)
         terms, weights, offsets = self._encoder.encode(texts)
-        return self._searcher.search((terms, weights, offsets), k, num_threads)
+        return self._searcher.search((terms, weights, offsets), k, num_threads, allowed=allowed)
+
+    # -- collection statistics ----------------------------------------------------------------
+
+    def live_doc_freqs(self, allowed: np.ndarray) -> np.ndarray:
+        """For each term id, how many documents with ``allowed[d]`` hold it.
+
+        Parameters
+        ----------
+        allowed : numpy.ndarray
+            bool ``(num_documents,)``, C-contiguous: the live documents.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 ``(num_terms,)``, aligned with ``terms``.
+        """
+        return self._searcher.live_doc_freqs(allowed)
+
+    def live_statistics(self, allowed: np.ndarray) -> CollectionStats:
+        """The ``CollectionStats`` of the documents with ``allowed[d]`` (bool
+        ``(num_documents,)``, C-contiguous): their count and total length."""
+        allowed = check_allowed(allowed, self.num_documents)
+        lengths = self._arrays["doc_lengths"]
+        return CollectionStats(
+            int(np.count_nonzero(allowed)), int(np.sum(lengths, where=allowed, dtype=np.int64))
+        )
+
+    def with_statistics(self, stats: CollectionStats, doc_freqs: np.ndarray) -> BM25Index:
+        """This index scoring with a collection's statistics: a segment of a live index.
+
+        The new index shares this one's postings, vocabulary, ids and query encoder (no
+        copies); only the per-term idf, the per-document length factors and, when this index
+        caches impacts, the impact cache are recomputed. Scores are bit-identical to those of
+        an index built over the collection's documents (its live documents) when ``stats`` and
+        ``doc_freqs`` are that collection's: search it with ``allowed`` marking this index's
+        live documents.
+
+        Parameters
+        ----------
+        stats : CollectionStats
+            The collection's document count ``N`` (>= 1) and total length; length
+            normalisation uses ``avgdl = stats.total_length / stats.n_docs``.
+        doc_freqs : numpy.ndarray
+            int64 ``(num_terms,)``: for each of this index's term ids (see ``terms``), how
+            many of the collection's documents hold the term, in ``[0, stats.n_docs]``. A term
+            of count 0 neither scores nor matches.
+
+        Returns
+        -------
+        BM25Index
+            A view whose ``statistics`` is ``stats``; ``save`` refuses it (save the index it
+            came from).
+
+        Raises
+        ------
+        TypeError
+            ``stats`` is not a ``CollectionStats``, or ``doc_freqs`` not an int64 numpy array.
+        ValueError
+            ``stats.n_docs`` is 0, or ``doc_freqs`` has the wrong shape or a count outside
+            ``[0, stats.n_docs]``.
+        """
+        if not isinstance(stats, CollectionStats):
+            raise TypeError(f"stats must be a CollectionStats, got {type(stats).__name__}")
+        if stats.n_docs < 1:
+            raise ValueError("stats.n_docs must be >= 1: BM25 scores need at least one document")
+        if not isinstance(doc_freqs, np.ndarray) or doc_freqs.dtype != np.int64:
+            got = doc_freqs.dtype if isinstance(doc_freqs, np.ndarray) else type(doc_freqs)
+            raise TypeError(f"doc_freqs must be an int64 numpy array, got {got}")
+        if doc_freqs.shape != (self.num_terms,):
+            raise ValueError(
+                f"doc_freqs must have shape ({self.num_terms},), one count per term id of this "
+                f"index (aligned with its terms), got {doc_freqs.shape}"
+            )
+        bad = np.flatnonzero((doc_freqs < 0) | (doc_freqs > stats.n_docs))
+        if len(bad):
+            term = int(bad[0])
+            raise ValueError(
+                f"doc_freqs[{term}] (term {self.terms[term]!r}) is {int(doc_freqs[term])}, "
+                f"outside [0, stats.n_docs={stats.n_docs}]"
+            )
+        return BM25Index(
+            self._arrays,
+            self._params,
+            self._analyzer,
+            self._doc_ids,
+            self._cache_impacts,
+            encoder=self._encoder,
+            statistics=(stats, doc_freqs),
+        )
 
     # -- persistence --------------------------------------------------------------------------
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to directory ``path`` atomically (see ``storage.write_index_dir``)."""
+        """Write the index to directory ``path`` atomically (see ``storage.write_index_dir``).
+
+        Raises
+        ------
+        ValueError
+            The index is a ``with_statistics`` view: its statistics are not recorded, so it
+            would load scoring differently.
+        """
+        if self._external_statistics:
+            raise ValueError(
+                "this index scores with collection statistics given to with_statistics, which "
+                "save does not record; save the index it was made from"
+            )
         arrays = {name: self._arrays[name] for name in _INDEX_ARRAYS}
         arrays.update(self._doc_ids.arrays())
         metadata: dict[str, Any] = {

@@ -1,4 +1,5 @@
-"""Searching posting lists with the numba kernels: per-thread scratch, batch split over threads.
+"""Searching posting lists with the numba kernels: pooled scratch, batch split over threads,
+masks of allowed documents.
 
 ``BM25Index`` (compressed postings, BM25 weights) and ``SpladeIndex`` (uint8 impacts, one
 scale) both score through ``PostingsSearcher``.
@@ -6,13 +7,12 @@ scale) both score through ``PostingsSearcher``.
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from hybrid_engine._threads import default_threads, run_split
-from hybrid_engine.checks import check_threads
+from hybrid_engine.checks import check_allowed, check_threads
 from hybrid_engine.lexical import _kernels as kernels
+from hybrid_engine.lexical.scratch import ScratchPool
 from hybrid_engine.results import SearchResult
 
 QUERIES_PER_THREAD = 32
@@ -35,8 +35,9 @@ class PostingsSearcher:
 
     Notes
     -----
-    Thread-safe: each thread keeps its own scratch buffers (reused: allocating them per call
-    costs page faults), and the kernels release the GIL.
+    Thread-safe: each call borrows scratch buffers (16 bytes per document) from a
+    ``ScratchPool`` that keeps at most ``default_threads()`` sets for reuse, and the kernels
+    release the GIL.
     """
 
     def __init__(
@@ -52,32 +53,32 @@ class PostingsSearcher:
         self._layout = layout
         self._scoring = scoring
         self._n_docs = n_docs
-        self._scratch = threading.local()
-
-    def _scratch_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        buffers = getattr(self._scratch, "buffers", None)
-        if buffers is None:
-            n = self._n_docs
-            buffers = (
-                np.zeros(n, dtype=np.float64),
-                np.empty(n + 1, dtype=np.int32),
-                np.empty(n + 1, dtype=np.float32),
-            )
-            self._scratch.buffers = buffers
-        return buffers
+        self._scratch = ScratchPool(n_docs)
 
     def search(
         self,
         queries: tuple[np.ndarray, np.ndarray, np.ndarray],
         k: int,
         num_threads: int | None,
+        *,
+        allowed: np.ndarray | None = None,
     ) -> SearchResult:
         """Top-``k`` of each query of ``queries`` = ``(terms int32, weights float32, offsets
         int64)`` as CSR, on ``num_threads`` threads (None: one per ``QUERIES_PER_THREAD``
-        queries, up to all cores)."""
+        queries, up to all cores).
+
+        ``allowed`` (None, or bool ``(n_docs,)``, checked by ``checks.check_allowed``) limits
+        the hits to the documents it marks: a row is the unmasked ranking with the other
+        documents removed, ids and scores alike. An all-False mask returns all-padding rows
+        without scoring.
+        """
         terms, weights, offsets = queries
         n = len(offsets) - 1
         out = SearchResult.empty(n, k)
+        if allowed is not None:
+            allowed = check_allowed(allowed, self._n_docs)
+            if not allowed.any():
+                return out
         if n == 0:
             return out
         if num_threads is None:
@@ -87,23 +88,30 @@ class PostingsSearcher:
         dense_from = kernels.dense_work(self._n_docs, k)
 
         def work(start: int, stop: int) -> None:
-            acc, hits, hit_scores = self._scratch_buffers()
-            kernels.search_batch(
-                terms,
-                weights,
-                offsets[start : stop + 1],
-                self._term_weights,
-                self._doc_freqs,
-                self._layout,
-                self._scoring,
-                out.ids[start:stop],
-                out.scores[start:stop],
-                acc,
-                hits,
-                hit_scores,
-                dense_from,
-                kernels.WINDOW,
-            )
+            with self._scratch.borrowed() as (acc, hits, hit_scores):
+                kernels.search_batch(
+                    terms,
+                    weights,
+                    offsets[start : stop + 1],
+                    self._term_weights,
+                    self._doc_freqs,
+                    self._layout,
+                    self._scoring,
+                    allowed,
+                    out.ids[start:stop],
+                    out.scores[start:stop],
+                    acc,
+                    hits,
+                    hit_scores,
+                    dense_from,
+                    kernels.WINDOW,
+                )
 
         run_split(n, threads, work)
         return out
+
+    def live_doc_freqs(self, allowed: np.ndarray) -> np.ndarray:
+        """For each term, how many documents with ``allowed[d]`` hold it: int64
+        ``(n_terms,)`` (``allowed`` checked by ``checks.check_allowed``)."""
+        allowed = check_allowed(allowed, self._n_docs)
+        return kernels.allowed_doc_freqs(self._layout, allowed)

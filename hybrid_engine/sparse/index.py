@@ -2,10 +2,14 @@
 inverted index, scored by the BM25 index's numba kernels.
 
 Each document's SPLADE weights are quantized to uint8 impacts with one corpus-wide ``scale``
-(``impact = rint(weight / scale)``, ``scale = max weight / 255``; an impact of 0 is no
-posting) and inverted by ``_core.invert_impacts``. A query is encoded at search time (its
-weights kept float32) and scores ``sum over its terms of q_w * impact * scale``, exactly (the
-float64 sum of the terms' contributions, rounded to float32).
+(``impact = rint(weight / scale)``, ``scale = max weight / 255`` unless given; an impact of 0
+is no posting) and inverted by ``_core.invert_impacts``. A query is encoded at search time
+(its weights kept float32) and scores ``sum over its terms of q_w * impact * scale``, exactly
+(the float64 sum of the terms' contributions, rounded to float32).
+
+There are no collection statistics: indexes quantized with the same ``scale`` give comparable
+scores, so the segments of a live index can be searched apart and their top-k merged, and
+``document_vectors`` -> ``from_vectors`` with that scale re-indexes them without the model.
 """
 
 from __future__ import annotations
@@ -17,13 +21,19 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine import _core
-from hybrid_engine.checks import check_k, check_queries, nonblank_rows
+from hybrid_engine.checks import check_allowed, check_k, check_queries, nonblank_rows
 from hybrid_engine.corpus import ENCODE_CHUNK, DocIds, Document, iter_batches
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.lexical.postings import PostingsSearcher
 from hybrid_engine.protocols import SparseEncoder
 from hybrid_engine.results import SearchResult, SparseVectors
-from hybrid_engine.sparse.vectors import IMPACT_LEVELS, check_vectors, quantize
+from hybrid_engine.sparse.vectors import (
+    IMPACT_LEVELS,
+    check_scale,
+    check_vectors,
+    default_scale,
+    quantize,
+)
 from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
 
 FORMAT = "hybrid_engine.splade"
@@ -36,7 +46,8 @@ _NO_FACTORS = np.zeros(0, np.float32)
 class SpladeIndex:
     """An immutable learned-sparse (SPLADE) index over a fixed corpus.
 
-    Build one with ``SpladeIndex.build`` or read one with ``SpladeIndex.load``.
+    Build one with ``SpladeIndex.build`` (from texts), ``SpladeIndex.from_vectors`` (from
+    document vectors already encoded) or read one with ``SpladeIndex.load``.
 
     Notes
     -----
@@ -52,7 +63,8 @@ class SpladeIndex:
         encoder: SparseEncoder,
         model_hash: str,
     ) -> None:
-        """Private: use ``build`` or ``load``. ``arrays`` must already be validated."""
+        """Private: use ``build``, ``from_vectors`` or ``load``. ``arrays`` must already be
+        validated."""
         self._arrays = arrays
         self._scale = float(scale)
         self._doc_ids = doc_ids
@@ -86,6 +98,7 @@ class SpladeIndex:
         encoder: SparseEncoder | None = None,
         num_threads: int | None = None,
         show_progress: bool = False,
+        scale: float | None = None,
     ) -> SpladeIndex:
         """Encode and index a corpus.
 
@@ -102,17 +115,24 @@ class SpladeIndex:
             Threads of the default encoder; all cores when None.
         show_progress : bool
             Show a progress bar (tqdm) on stderr.
+        scale : float, optional
+            The weight of impact 1 (positive, finite): ``impact = rint(weight / scale)``, and
+            weights above ``255 * scale`` saturate at impact 255. None: the largest weight
+            over 255 (no weight saturates). Indexes of one scale give comparable scores (the
+            segments of a live index); recorded by ``save``.
 
         Raises
         ------
         ValueError
-            Empty corpus, a blank document, duplicate or partly missing ``_id``s, or encoder
-            output that is not a well-formed ``SparseVectors``.
+            Empty corpus, a blank document, duplicate or partly missing ``_id``s, encoder
+            output that is not a well-formed ``SparseVectors``, or a scale that is not
+            positive and finite.
         TypeError
-            A document that is not ``str`` or a dict of ``str``.
+            A document that is not ``str`` or a dict of ``str``; a scale that is not a number.
         ModelNotFoundError
             ``encoder`` is None and the SPLADE model is not prepared.
         """
+        scale = check_scale(scale)
         if encoder is None:
             from hybrid_engine.models.splade import SpladeEncoder
 
@@ -132,13 +152,91 @@ class SpladeIndex:
         if not ids:
             raise ValueError("the corpus is empty; give at least one document")
         doc_ids = DocIds.from_list(ids)
-        all_weights = np.concatenate(weights)
-        top = float(all_weights.max()) if all_weights.size else 0.0
-        scale = top / IMPACT_LEVELS if top > 0 else 1.0
         offsets = np.zeros(len(ids) + 1, np.int64)
         np.cumsum(np.concatenate(counts), out=offsets[1:])
+        vectors = SparseVectors(offsets, np.concatenate(terms), np.concatenate(weights))
+        return cls._inverted(vectors, doc_ids, encoder, scale)
+
+    @classmethod
+    def from_vectors(
+        cls,
+        vectors: SparseVectors,
+        *,
+        encoder: SparseEncoder | None = None,
+        ids: DocIds | Sequence[str] | None = None,
+        scale: float | None = None,
+    ) -> SpladeIndex:
+        """Index document vectors already encoded (no model call), e.g. the merged
+        ``document_vectors`` of several indexes.
+
+        Parameters
+        ----------
+        vectors : SparseVectors
+            One CSR row per document: int64 offsets, int32 term ids (ascending, each once per
+            row, below ``encoder.vocab_size``), float32 weights (>= 0, finite).
+        encoder : SparseEncoder, optional
+            The encoder of the vectors' vocabulary, kept to encode queries and recorded by
+            ``save``; the default ``SpladeEncoder.load()`` when None.
+        ids : DocIds or sequence of str, optional
+            The documents' ``_id``s, one per row, unique; None: ids are positions.
+        scale : float, optional
+            As in ``build``. Re-indexing ``document_vectors()`` with the index's ``scale``
+            reproduces its impacts exactly.
+
+        Raises
+        ------
+        ValueError
+            No rows, malformed vectors, ids of another count or repeated, or a scale that is
+            not positive and finite.
+        TypeError
+            Vectors that are not int64/int32/float32 CSR, ids that are not a sequence of str,
+            or a scale that is not a number.
+        ModelNotFoundError
+            ``encoder`` is None and the SPLADE model is not prepared.
+        """
+        scale = check_scale(scale)
+        if not isinstance(vectors, tuple) or len(vectors) != 3:
+            raise TypeError(
+                f"vectors must be SparseVectors(offsets, terms, weights), got "
+                f"{type(vectors).__name__}"
+            )
+        n_docs = np.size(vectors[0]) - 1
+        if n_docs < 1:
+            raise ValueError("vectors hold no documents; give at least one row")
+        if encoder is None:
+            from hybrid_engine.models.splade import SpladeEncoder
+
+            encoder = SpladeEncoder.load()
+        vectors = check_vectors(vectors, n_docs, int(encoder.vocab_size), "from_vectors got")
+        if ids is None:
+            doc_ids = DocIds(n_docs)
+        elif isinstance(ids, DocIds):
+            doc_ids = ids
+        elif isinstance(ids, Sequence) and not isinstance(ids, str):
+            doc_ids = DocIds.from_list(list(ids))
+        else:
+            raise TypeError(f"ids must be a sequence of str or None, got {type(ids).__name__}")
+        if len(doc_ids) != n_docs:
+            raise ValueError(f"{len(doc_ids)} ids for {n_docs} vectors; give one id per row")
+        return cls._inverted(vectors, doc_ids, encoder, scale)
+
+    @classmethod
+    def _inverted(
+        cls,
+        vectors: SparseVectors,
+        doc_ids: DocIds,
+        encoder: SparseEncoder,
+        scale: float | None,
+    ) -> SpladeIndex:
+        """The index of checked document ``vectors``, quantized with ``scale`` (None: the
+        default scale of their weights)."""
+        if scale is None:
+            scale = default_scale(vectors.weights)
         inverted = _core.invert_impacts(
-            offsets, np.concatenate(terms), quantize(all_weights, scale), vocab_size
+            vectors.offsets,
+            vectors.terms,
+            quantize(vectors.weights, scale),
+            int(encoder.vocab_size),
         )
         arrays = {name: inverted[name] for name in _INDEX_ARRAYS}
         return cls(arrays, scale, doc_ids, encoder, encoder.model_hash)
@@ -183,6 +281,59 @@ class SpladeIndex:
         start, end = self._arrays["posting_offsets"][term : term + 2]
         return self._arrays["doc_ids"][start:end], self._arrays["impacts"][start:end]
 
+    def document_vectors(self, positions: np.ndarray | None = None) -> SparseVectors:
+        """The indexed vectors of documents, from the postings: what ``from_vectors`` reads.
+
+        Parameters
+        ----------
+        positions : numpy.ndarray, optional
+            1-d integer array of document positions in ``[0, num_documents)``, the rows to
+            return in that order; None: every document.
+
+        Returns
+        -------
+        SparseVectors
+            One row per position, terms ascending, weights float32 ``impact * scale`` (the
+            quantized weights the scores use; a document whose weights all quantized to 0 has
+            an empty row). ``from_vectors(document_vectors(), scale=scale)`` reproduces these
+            impacts exactly.
+
+        Raises
+        ------
+        TypeError
+            ``positions`` is not a 1-d integer array.
+        IndexError
+            A position outside ``[0, num_documents)``.
+        """
+        n_docs = self.num_documents
+        # Term-major postings inverted again: each term's doc ids become a document's terms.
+        rows = _core.invert_impacts(
+            self._arrays["posting_offsets"],
+            self._arrays["doc_ids"],
+            self._arrays["impacts"],
+            n_docs,
+        )
+        offsets, terms, impacts = rows["posting_offsets"], rows["doc_ids"], rows["impacts"]
+        if positions is not None:
+            positions = np.asarray(positions)
+            if positions.ndim != 1 or positions.dtype.kind not in "iu":
+                raise TypeError(
+                    f"positions must be a 1-d integer array, got shape {positions.shape} and "
+                    f"dtype {positions.dtype}"
+                )
+            outside = (positions < 0) | (positions >= n_docs)
+            if outside.any():
+                raise IndexError(
+                    f"position {positions[outside][0]} out of range for {n_docs} documents"
+                )
+            starts, counts = offsets[positions], np.diff(offsets)[positions]
+            offsets = np.zeros(len(positions) + 1, np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            take = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1])
+            terms, impacts = terms[take], impacts[take]
+        weights = (impacts.astype(np.float64) * self._scale).astype(np.float32)
+        return SparseVectors(offsets, terms, weights)
+
     def __len__(self) -> int:
         return self.num_documents
 
@@ -200,6 +351,7 @@ class SpladeIndex:
         k: int = 10,
         *,
         num_threads: int | None = None,
+        allowed: np.ndarray | None = None,
     ) -> SearchResult:
         """Exact top-k by the dot product of the query's SPLADE vector with the documents'.
 
@@ -214,6 +366,10 @@ class SpladeIndex:
         num_threads : int, optional
             Threads scoring the batch; when None, up to all cores for large batches (one per
             32 queries). The encoder's threads are its own.
+        allowed : numpy.ndarray, optional
+            bool ``(num_documents,)``, C-contiguous: only documents with ``allowed[d]`` are
+            returned; a row equals the unmasked ranking with the other documents removed, ids
+            and scores alike. All False: all-padding rows, without encoding the queries.
 
         Returns
         -------
@@ -224,27 +380,35 @@ class SpladeIndex:
         Raises
         ------
         ValueError
-            ``k < 1``, or malformed vectors.
+            ``k < 1``, malformed vectors, or ``allowed`` of the wrong shape or not
+            C-contiguous.
         TypeError
-            Queries that are not a str or a batch of str (``checks.check_queries``).
+            Queries that are not a str or a batch of str (``checks.check_queries``), or
+            ``allowed`` that is not a numpy bool array.
         """
         k = check_k(k)
+        if allowed is not None:
+            allowed = check_allowed(allowed, self.num_documents)
         if isinstance(queries, SparseVectors):
             encoded = check_vectors(queries, len(queries.offsets) - 1, self.vocab_size)
-            return self._search_vectors(encoded, k, num_threads)
+            return self._search_vectors(encoded, k, num_threads, allowed)
         texts = check_queries(queries)
         rows = nonblank_rows(texts)
-        if len(rows) == 0:
+        if len(rows) == 0 or (allowed is not None and not allowed.any()):
             return SearchResult.empty(len(texts), k)
         asked = [texts[row] for row in rows]
         encoded = check_vectors(self._encoder.encode(asked), len(asked), self.vocab_size)
-        return self._search_vectors(encoded, k, num_threads).scattered(rows, len(texts))
+        return self._search_vectors(encoded, k, num_threads, allowed).scattered(rows, len(texts))
 
     def _search_vectors(
-        self, vectors: SparseVectors, k: int, num_threads: int | None
+        self,
+        vectors: SparseVectors,
+        k: int,
+        num_threads: int | None,
+        allowed: np.ndarray | None,
     ) -> SearchResult:
         return self._searcher.search(
-            (vectors.terms, vectors.weights, vectors.offsets), k, num_threads
+            (vectors.terms, vectors.weights, vectors.offsets), k, num_threads, allowed=allowed
         )
 
     # -- persistence --------------------------------------------------------------------------
