@@ -2,8 +2,10 @@
 
 from hybrid_engine._version import __version__
 from hybrid_engine.dense import DenseIndex, EmbeddingCache
-from hybrid_engine.errors import HybridEngineError, IndexFormatError
+from hybrid_engine.errors import HybridEngineError, IndexFormatError, WriterLockedError
 from hybrid_engine.lexical import Analyzer, AnalyzerConfig, BM25Index, BM25Params
+from hybrid_engine.live import Hit, MergePolicy
+from hybrid_engine.metadata import Filter, MetadataColumns
 from hybrid_engine.models import CrossEncoder, Encoder, ModelNotFoundError, SpladeEncoder
 from hybrid_engine.pipeline import HybridIndex, HybridResult, fuse, mmr, rerank
 from hybrid_engine.results import PAD_ID, SearchResult, SparseVectors
@@ -19,15 +21,20 @@ __all__ = [
     "DenseIndex",
     "EmbeddingCache",
     "Encoder",
+    "Filter",
+    "Hit",
     "HybridEngineError",
     "HybridIndex",
     "HybridResult",
     "IndexFormatError",
+    "MergePolicy",
+    "MetadataColumns",
     "ModelNotFoundError",
     "SearchResult",
     "SparseVectors",
     "SpladeEncoder",
     "SpladeIndex",
+    "WriterLockedError",
     "__version__",
     "fuse",
     "mmr",

@@ -11,3 +11,8 @@ class IndexFormatError(HybridEngineError, ValueError):
     Raised by every ``load``; the message names the directory, the part at fault and what to
     do (usually: rebuild the index with this version of hybrid_engine).
     """
+
+
+class WriterLockedError(HybridEngineError, RuntimeError):
+    """Another writer (an engine in this or another process) holds an index directory's write
+    lock: one writer at a time may change it. Close the other one, or only search here."""

@@ -22,10 +22,10 @@ from hybrid_engine.pipeline.engine import HybridIndex
 
 LONG_TEXT = "Waves roll over the ocean\nfloor,   and tides follow the moon. " * 6
 DOCS = [
-    {"_id": "d1", "title": "Cats", "text": "The cat sat on the mat."},
-    {"_id": "d2", "title": "Dogs", "text": "A dog chased the cat."},
-    {"_id": "d3", "title": "Birds", "text": "Birds fly over the sea."},
-    {"_id": "d4", "title": "", "text": LONG_TEXT},
+    {"_id": "d1", "title": "Cats", "text": "The cat sat on the mat.", "year": 2019},
+    {"_id": "d2", "title": "Dogs", "text": "A dog chased the cat.", "year": 2021},
+    {"_id": "d3", "title": "Birds", "text": "Birds fly over the sea.", "year": 2023},
+    {"_id": "d4", "title": "", "text": LONG_TEXT, "metadata": {"year": 2024}},
 ]
 QUERIES = {"q1": "dog", "q2": "birds over the sea", "q3": "cat on a mat", "q4": "ocean tides"}
 QRELS = {"q1": "d2", "q2": "d3", "q3": "d1", "q4": "d4"}
@@ -201,9 +201,20 @@ def test_hybrid_index_then_search(tiny: Path, tmp_path: Path, model_path, capsys
         assert len(entry["hits"]) == 3
         check_hits(entry["hits"])
         assert set(entry["timings_ms"]) == {"bm25", "dense", "fusion", "total"}
+    # A corpus line's extra fields and its "metadata" are the hits' metadata, and filterable.
+    where = ["--filter", '{"year": {"$gte": 2021}}']
+    (entry,) = search_json(capsys, str(index_dir), "cat on a mat", "-k", "4", *where)
+    assert [hit["metadata"]["year"] for hit in entry["hits"]] and all(
+        hit["metadata"]["year"] >= 2021 for hit in entry["hits"]
+    )
+    assert {hit["id"] for hit in entry["hits"]} == {"d2", "d3", "d4"}  # all 3 that match
+    assert main(["search", str(index_dir), "dog", "--filter", '{"year": {"$gtee": 1}}']) == 2
+    assert "--filter" in capsys.readouterr().err
+    assert main(["search", str(index_dir), "dog", "--filter", "{year: 1}"]) == 2
+    assert "--filter is not JSON" in capsys.readouterr().err
     assert main(["search", str(index_dir), "dog", "--variant", "fp32"]) == 2
     error = capsys.readouterr().err
-    assert f"the index at {index_dir / 'dense'} was built by the model" in error
+    assert f"the index at {index_dir / 'seg-000000' / 'dense'} was built by the model" in error
     assert "leave --variant out to use the one the index recorded" in error
 
 

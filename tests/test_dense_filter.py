@@ -309,7 +309,7 @@ def test_plan_prefers_exact_for_few_allowed() -> None:
     [
         ([True] * 400, TypeError, "numpy bool array"),
         (np.ones(400, dtype=np.int8), TypeError, "dtype bool"),
-        (np.ones(400, dtype=np.float64), TypeError, "astype(bool)"),
+        (np.ones(400, dtype=np.float64), TypeError, "dtype bool"),
         (np.ones(399, dtype=bool), ValueError, "shape (400,)"),
         (np.ones((400, 1), dtype=bool), ValueError, "one entry per document"),
     ],

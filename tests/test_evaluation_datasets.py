@@ -108,7 +108,7 @@ def test_small_dataset_contents(tmp_path: Path) -> None:
     assert dataset.corpus == [
         {"_id": "d1", "title": "First", "text": "alpha beta"},
         {"_id": "d2", "title": "", "text": "gamma"},
-        {"_id": "d3", "title": "", "text": "delta"},
+        {"_id": "d3", "title": "", "text": "delta", "metadata": {"extra": 1}},  # kept
     ]
     assert list(dataset.queries.items()) == [
         ("q1", "alpha"),

@@ -90,15 +90,11 @@ def test_save_load_round_trip(engine: HybridIndex, tmp_path: Path) -> None:
     before, after = engine.search(QUERIES, 10), loaded.search(QUERIES, 10)
     np.testing.assert_array_equal(before.ids, after.ids)
     np.testing.assert_array_equal(before.scores, after.scores)
-    assert sorted(p.name for p in (tmp_path / "hybrid").iterdir()) == [
-        "bm25",
-        "dense",
-        "manifest.json",
-        "text_bytes.npy",
-        "text_offsets.npy",
-        "title_bytes.npy",
-        "title_offsets.npy",
-    ]
+    # A live index directory: the commit point, one segment, the writer's lock.
+    top = sorted(p.name for p in (tmp_path / "hybrid").iterdir())
+    assert top == ["commit-00000001.json", "seg-000000", "write.lock"]
+    segment = {p.name for p in (tmp_path / "hybrid" / "seg-000000").iterdir()}
+    assert {"bm25", "dense", "manifest.json", "text_bytes.npy", "title_bytes.npy"} <= segment
     assert loaded.titles[:] == [doc["title"] for doc in CORPUS]
     assert loaded.texts[:] == [f"{doc['title']} {doc['text']}" for doc in CORPUS]
     with pytest.raises(ValueError, match="built by the model"):
@@ -122,7 +118,7 @@ def test_titles_are_empty_where_a_document_has_none(tmp_path: Path) -> None:
 
 def test_damaged_directory(engine: HybridIndex, tmp_path: Path) -> None:
     engine.save(tmp_path / "hybrid")
-    (tmp_path / "hybrid" / "bm25" / "manifest.json").unlink()
+    (tmp_path / "hybrid" / "seg-000000" / "bm25" / "manifest.json").unlink()
     with pytest.raises(IndexFormatError):
         HybridIndex.load(tmp_path / "hybrid", encoder=HashingEncoder())
     with pytest.raises(IndexFormatError):
@@ -216,16 +212,8 @@ def test_bad_weights(engine: HybridIndex, weights, error, match: str) -> None:
 
 def test_three_way_save_load(engine3: HybridIndex, tmp_path: Path) -> None:
     engine3.save(tmp_path / "hybrid3")
-    assert sorted(p.name for p in (tmp_path / "hybrid3").iterdir()) == [
-        "bm25",
-        "dense",
-        "manifest.json",
-        "splade",
-        "text_bytes.npy",
-        "text_offsets.npy",
-        "title_bytes.npy",
-        "title_offsets.npy",
-    ]
+    segment = {p.name for p in (tmp_path / "hybrid3" / "seg-000000").iterdir()}
+    assert {"bm25", "dense", "splade", "manifest.json"} <= segment
     loaded = HybridIndex.load(
         tmp_path / "hybrid3", encoder=HashingEncoder(), splade_encoder=HashingSparseEncoder()
     )

@@ -34,8 +34,19 @@ def assert_same(got: SearchResult, expected: SearchResult) -> None:
     np.testing.assert_array_equal(got.scores, expected.scores)
 
 
+COMMIT = "commit-00000001.json"
+"""The commit point an engine's first ``save`` writes."""
+
+
 def manifest(path: Path) -> dict:
-    return json.loads((path / "manifest.json").read_text())
+    """The engine settings of the index's commit point."""
+    return json.loads((path / COMMIT).read_text())["config"]
+
+
+def rewrite(path: Path, config: dict) -> None:
+    point = json.loads((path / COMMIT).read_text())
+    point["config"] = config
+    (path / COMMIT).write_text(json.dumps(point))
 
 
 def test_int8_models_are_recorded_and_loaded_by_default(
@@ -70,7 +81,7 @@ def test_an_index_without_its_model_record_is_refused(model_path: Path, tmp_path
     engine.save(tmp_path / "idx")
     data = manifest(tmp_path / "idx")
     del data["models"]["dense"]
-    (tmp_path / "idx" / "manifest.json").write_text(json.dumps(data))
+    rewrite(tmp_path / "idx", data)
     with pytest.raises(IndexFormatError, match="models records no model of the dense leg"):
         HybridIndex.load(tmp_path / "idx", num_threads=1)
 
@@ -102,16 +113,16 @@ def test_custom_encoders_are_recorded_as_none(tmp_path: Path) -> None:
             ModelNotFoundError,
             "built with the dense model 'not-prepared-here' \\(fp32\\).*pass encoder=",
         ),
-        ({"dense": {"name": "x"}}, IndexFormatError, "bad manifest entry"),
-        ({"dense": {"name": "x", "variant": "int4"}}, IndexFormatError, "bad manifest entry"),
-        ({"dense": ["x", "fp32"]}, IndexFormatError, "bad manifest entry"),
-        ([], IndexFormatError, "bad manifest entry"),
+        ({"dense": {"name": "x"}}, IndexFormatError, "bad commit point"),
+        ({"dense": {"name": "x", "variant": "int4"}}, IndexFormatError, "bad commit point"),
+        ({"dense": ["x", "fp32"]}, IndexFormatError, "bad commit point"),
+        ([], IndexFormatError, "bad commit point"),
     ],
 )
 def test_bad_or_missing_records(tmp_path: Path, record, error, match: str) -> None:
     HybridIndex.build(CORPUS, encoder=HashingEncoder()).save(tmp_path / "h")
     data = manifest(tmp_path / "h")
     data["models"] = record
-    (tmp_path / "h" / "manifest.json").write_text(json.dumps(data))
+    rewrite(tmp_path / "h", data)
     with pytest.raises(error, match=match):
         HybridIndex.load(tmp_path / "h")

@@ -29,11 +29,12 @@ FLOORS = {
     "lexical": 2,
     "dense": 2,
     "sparse": 3,  # scores through lexical's posting-list searcher
-    "pipeline": 4,
-    "evaluation": 5,
-    "training": 6,
-    "cli": 7,
-    "__main__": 7,
+    "live": 4,  # segments of every leg, snapshots, commits
+    "pipeline": 5,
+    "evaluation": 6,
+    "training": 7,
+    "cli": 8,
+    "__main__": 8,
 }
 """Floor of each part; a module may import from its own part and from lower floors."""
 

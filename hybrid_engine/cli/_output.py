@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
-from hybrid_engine.pipeline.engine import HybridIndex
-from hybrid_engine.results import SearchResult
+from hybrid_engine.live.snapshot import Hit
 
 SNIPPET_CHARS = 160
 """Characters of a hit's text shown in a listing (one line)."""
@@ -57,42 +56,6 @@ def _digits(column: str) -> int:
     return 1 if column == "queries_per_s" else 2 if column.endswith("_ms") else 4
 
 
-@dataclass(frozen=True)
-class Hit:
-    """One search hit as the commands show it.
-
-    Attributes
-    ----------
-    id : str
-        The document's ``_id``.
-    score : float
-        The engine's score (fused, or reranked).
-    title : str
-        The document's title, ``""`` where it has none.
-    text : str
-        The document's text without its title.
-    """
-
-    id: str
-    score: float
-    title: str
-    text: str
-
-
-def hits_of(engine: HybridIndex, result: SearchResult, row: int = 0) -> list[Hit]:
-    """The hits of query ``row`` of ``result`` (an ``engine.search`` result), padding dropped."""
-    hits = []
-    for position, score in zip(result.ids[row], result.scores[row], strict=True):
-        if position < 0:
-            break  # padding comes last
-        title = engine.titles[int(position)]
-        text = engine.texts[int(position)]
-        if title and text.startswith(f"{title} "):
-            text = text[len(title) + 1 :]
-        hits.append(Hit(engine.doc_ids[int(position)], float(score), title, text))
-    return hits
-
-
 def one_line(text: str, limit: int | None = None) -> str:
     """``text`` with every run of whitespace as one space, cut to ``limit`` characters (an
     ellipsis ending the cut)."""
@@ -120,7 +83,7 @@ def print_hits(query: str, hits: list[Hit], timings: Mapping[str, float]) -> Non
 
 def hits_json(query: str, hits: list[Hit], timings: Mapping[str, float]) -> str:
     """One query's hits as one line of JSON: ``{"query", "hits": [{"id", "score", "title",
-    "text"}], "timings_ms": {stage: ms}}``."""
+    "text", "metadata"}], "timings_ms": {stage: ms}}``."""
     return json.dumps(
         {"query": query, "hits": [asdict(hit) for hit in hits], "timings_ms": dict(timings)},
         ensure_ascii=False,

@@ -16,7 +16,7 @@ from hybrid_engine.cli._engine import (
     build_engine,
     reranker,
 )
-from hybrid_engine.cli._output import hits_of, print_eval_tables, print_hits
+from hybrid_engine.cli._output import print_eval_tables, print_hits
 from hybrid_engine.dense.embedding_cache import default_cache_dir
 from hybrid_engine.evaluation import Dataset, load_beir
 from hybrid_engine.evaluation.runner import Searcher, documents_with_text, evaluate_searcher
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     engine.search(queries[:1], args.k, rerank=rerank, num_threads=args.threads)  # warm-up
     for query in queries:
         result = engine.search([query], args.k, rerank=rerank, num_threads=args.threads)
-        print_hits(query, hits_of(engine, result), result.timings)
+        print_hits(query, result.hits()[0], result.timings)
     rows = _ablation(engine, dataset, rerank, args)
     legs = f"dense: the {DEFAULT_VARIANT} bi-encoder; hybrid: bm25 and dense fused"
     if rerank is not None:

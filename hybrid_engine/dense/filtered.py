@@ -45,33 +45,6 @@ graph stays in cache). 0.5 errs towards the exact path, which has no approximati
 ``ef_search=256`` the graph is used from 4,096 allowed documents on."""
 
 
-def check_allowed(allowed: object, n: int) -> np.ndarray:
-    """``allowed`` checked to be a numpy bool array of shape ``(n,)``.
-
-    Raises
-    ------
-    TypeError
-        Not a numpy array, or not of dtype bool.
-    ValueError
-        Another shape.
-    """
-    if not isinstance(allowed, np.ndarray):
-        raise TypeError(
-            f"allowed must be a numpy bool array of shape ({n},), got {type(allowed).__name__}; "
-            "build it with numpy, e.g. np.zeros(num_documents, dtype=bool)"
-        )
-    if allowed.dtype != np.bool_:
-        raise TypeError(
-            f"allowed must have dtype bool, got {allowed.dtype}; convert it with "
-            "allowed.astype(bool) (or mark positions with np.isin)"
-        )
-    if allowed.shape != (n,):
-        raise ValueError(
-            f"allowed must have shape ({n},), one entry per document, got shape {allowed.shape}"
-        )
-    return allowed
-
-
 def list_size(k: int, n_allowed: int, n: int) -> int:
     """Graph candidates to ask for so that at least ``k`` of them are allowed.
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.checks import (
+    check_allowed,
     check_int,
     check_k,
     check_threads,
@@ -23,7 +24,6 @@ from hybrid_engine.dense.encoding import (
     encode_corpus,
     encode_queries,
 )
-from hybrid_engine.dense.filtered import check_allowed
 from hybrid_engine.dense.format import read_dense, write_dense
 from hybrid_engine.dense.params import DEFAULT_EF_SEARCH, DEFAULT_EXACT_THRESHOLD, DenseParams
 from hybrid_engine.dense.store import VectorStore

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from hybrid_engine.live.documents import document_metadata
+
 __all__ = [
     "Dataset",
     "DatasetError",
@@ -57,7 +59,7 @@ class Dataset:
     """
 
     name: str
-    corpus: list[dict[str, str]]
+    corpus: list[dict[str, Any]]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     split: str = "test"
@@ -134,7 +136,7 @@ def available_splits(path: str | os.PathLike[str]) -> list[str]:
     )
 
 
-def load_corpus(path: str | os.PathLike[str]) -> list[dict[str, str]]:
+def load_corpus(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Load a corpus file, or the ``corpus.jsonl[.gz]`` of a folder.
 
     Parameters
@@ -146,8 +148,10 @@ def load_corpus(path: str | os.PathLike[str]) -> list[dict[str, str]]:
     Returns
     -------
     list of dict
-        ``{"_id": str, "title": str, "text": str}`` per document in file order; a missing or
-        null title becomes ``""``, other fields are dropped.
+        ``{"_id": str, "title": str, "text": str}`` per document in file order, with
+        ``"metadata"``: the line's ``"metadata"`` object and its other top-level fields
+        (``live.documents.document_metadata``), when it has any; a missing or null title
+        becomes ``""``.
 
     Raises
     ------
@@ -156,18 +160,23 @@ def load_corpus(path: str | os.PathLike[str]) -> list[dict[str, str]]:
         ``_id`` repeats.
     """
     file = _input_file(path, "corpus.jsonl")
-    corpus: list[dict[str, str]] = []
+    corpus: list[dict[str, Any]] = []
     seen: set[str] = set()
     for line_number, record in _read_jsonl(file):
         doc_id = _id_field(record, file, line_number, seen)
         title = record.get("title")
-        corpus.append(
-            {
-                "_id": doc_id,
-                "title": "" if title is None else str(title),
-                "text": _text_field(record, file, line_number),
-            }
-        )
+        doc: dict[str, Any] = {
+            "_id": doc_id,
+            "title": "" if title is None else str(title),
+            "text": _text_field(record, file, line_number),
+        }
+        try:
+            metadata = document_metadata(record, line_number)
+        except (TypeError, ValueError) as exc:
+            raise DatasetError(f"{file}, line {line_number}: {exc}") from None
+        if metadata:
+            doc["metadata"] = metadata
+        corpus.append(doc)
     return corpus
 
 

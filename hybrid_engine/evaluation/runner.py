@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +61,7 @@ class BuildOptions:
 Builder = Callable[[Dataset, BuildOptions], tuple[Searcher, Sequence[str]]]
 
 
-def documents_with_text(dataset: Dataset) -> list[dict[str, str]]:
+def documents_with_text(dataset: Dataset) -> list[dict[str, Any]]:
     """The corpus without documents whose title and text are empty (Cranfield has two).
 
     The encoder refuses them, and they match no BM25 query, so every retriever that embeds
@@ -90,7 +91,7 @@ def _dense(variant: str | None) -> Builder:
 
 
 def _dense_index(
-    corpus: list[dict[str, str]], variant: str | None, num_threads: int | None, show_progress: bool
+    corpus: list[dict[str, Any]], variant: str | None, num_threads: int | None, show_progress: bool
 ) -> DenseIndex:
     return DenseIndex.build(
         corpus,

@@ -242,6 +242,14 @@ class BM25Index:
         return int(self._arrays["doc_freqs"].sum())
 
     @property
+    def doc_freqs(self) -> np.ndarray:
+        """int32 ``(num_terms,)``, read-only: the documents of this index holding each term
+        (its own counts, whatever ``with_statistics`` scores with)."""
+        view = self._arrays["doc_freqs"].view()
+        view.flags.writeable = False
+        return view
+
+    @property
     def avg_doc_length(self) -> float:
         """Mean number of indexed terms per document that scores use: ``total_length /
         n_docs`` of ``statistics``."""

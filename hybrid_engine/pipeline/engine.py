@@ -1,39 +1,46 @@
-"""The hybrid engine: BM25, dense and learned-sparse (SPLADE) retrieval over one corpus,
-fused, optionally reranked by a cross-encoder and diversified.
+"""The hybrid engine: BM25, dense and learned-sparse (SPLADE) retrieval over one live
+collection, fused, optionally reranked by a cross-encoder and diversified.
 
-The legs are built (or checked, from prebuilt ones) in ``legs``, a search's stages run in
-``stages``, and the saved directory is ``engine_format``'s.
+The collection is a sequence of immutable segments with deletion masks (``live``): documents
+are added, replaced and deleted by id, and ``commit`` makes the changes visible (and durable in
+the directory the engine is attached to). A search's stages run in ``stages``, over the one
+snapshot it started with; the directory's format is ``live.commits``'.
 """
 
 from __future__ import annotations
 
 import copy
-import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hybrid_engine.checks import check_int, check_k, check_queries, check_texts
-from hybrid_engine.corpus import DocIds, Document, document_text, document_title
+from hybrid_engine.corpus import DocIds, Document, document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.live.config import EngineConfig
+from hybrid_engine.live.documents import LiveDocuments
+from hybrid_engine.live.segment import Segment
+from hybrid_engine.live.state import LiveState
+from hybrid_engine.metadata import Filter
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.packed import PackedStrings
-from hybrid_engine.pipeline.engine_format import read_engine, write_engine
+from hybrid_engine.pipeline.engine_format import engine_config, leg_config
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.legs import (
     DEFAULT_RETRIEVERS,
     Legs,
-    build_legs,
     check_legs,
     check_retrievers,
     leg_weights,
 )
+from hybrid_engine.pipeline.lifecycle import Lifecycle
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
-from hybrid_engine.pipeline.stages import HybridResult, SearchPlan, run_search
+from hybrid_engine.pipeline.stages import HybridResult, Models, SearchPlan, run_search
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.sparse.index import SpladeIndex
 
@@ -45,12 +52,14 @@ class RerankerRefusedWarning(UserWarning):
     """A cross-encoder failed its validation gate; the engine serves the fused ranking."""
 
 
-class HybridIndex:
-    """BM25, dense and SPLADE retrieval (any of them) over the same documents, fused into one
-    ranking.
+class HybridIndex(Lifecycle):
+    """BM25, dense and SPLADE retrieval (any of them) over one live collection, fused into
+    one ranking.
 
     Build one with ``HybridIndex.build``, assemble one from legs built apart with
-    ``HybridIndex.from_legs``, or read one with ``HybridIndex.load``.
+    ``HybridIndex.from_legs``, or read one with ``HybridIndex.load``. Change it with ``add``,
+    ``upsert`` and ``delete``; ``commit`` makes the changes visible to searches (and durable
+    in the directory of ``save``/``load``).
 
     A cross-encoder reranks only after passing its validation gate: a model the engine
     trained (``hybrid-engine train-reranker``) carries the verdict of its held-out validation
@@ -60,25 +69,16 @@ class HybridIndex:
 
     Notes
     -----
-    Thread-safe for ``search`` (each stage is); not while ``save`` runs elsewhere.
+    Thread-safety: any number of threads may ``search`` while one writes (``add``,
+    ``upsert``, ``delete``, ``commit``, ``merge``; these calls are serialized). Each search
+    runs on the last commit when it started, whole: never on half a commit. One engine at a
+    time (thread or process) may change an index directory: the first mutation takes its
+    write lock (``WriterLockedError`` when another holds it), ``close`` gives it up.
     """
 
-    def __init__(
-        self,
-        bm25: BM25Index | None,
-        dense: DenseIndex | None,
-        splade: SpladeIndex | None,
-        texts: PackedStrings,
-        titles: PackedStrings,
-    ) -> None:
-        """Private: use ``build`` or ``load``."""
-        self._bm25 = bm25
-        self._dense = dense
-        self._splade = splade
-        self._texts = texts
-        self._titles = titles
-        first = next(leg for leg in (bm25, dense, splade) if leg is not None)
-        self._doc_ids = first.doc_ids
+    def __init__(self, state: LiveState) -> None:
+        """Private: use ``build``, ``from_legs`` or ``load``."""
+        super().__init__(state)
         self._reranker: CrossEncoder | None = None
         self._verdict: RerankerVerdict | None = None
 
@@ -139,22 +139,31 @@ class HybridIndex:
         """
         chosen = check_retrievers(retrievers)
         documents = list(corpus)
-        texts = [document_text(doc, i)[0] for i, doc in enumerate(documents)]
+        docs, _ = LiveDocuments.from_documents(documents)
+        if not len(docs):
+            raise ValueError("the corpus is empty; give at least one document")
         if "dense" in chosen or "splade" in chosen:
-            check_texts(texts, "document")  # blank documents fail before any encoding
-        bm25, dense, splade = build_legs(
-            documents,
+            check_texts(list(docs.texts), "document")  # blank documents fail before encoding
+        config, encoder, splade_encoder = engine_config(
             chosen,
-            encoder=encoder,
-            splade_encoder=splade_encoder,
             bm25_options=bm25_options,
             dense_options=dense_options,
+            encoder=encoder,
+            splade_encoder=splade_encoder,
+            num_threads=num_threads,
+        )
+        segment = Segment.build(
+            docs,
+            config,
+            encoder=encoder,
+            splade_encoder=splade_encoder,
             embedding_cache=embedding_cache,
             num_threads=num_threads,
             show_progress=show_progress,
         )
-        titles = PackedStrings.from_strings([document_title(doc) for doc in documents])
-        engine = cls(bm25, dense, splade, PackedStrings.from_strings(texts), titles)
+        if segment.splade is not None:
+            config = config.with_splade_scale(segment.splade.scale)
+        engine = cls(_single(config, segment, encoder, splade_encoder))
         return engine if reranker is None else engine.with_reranker(reranker)
 
     @classmethod
@@ -191,14 +200,14 @@ class HybridIndex:
             A leg of the wrong class, or a document that is not ``str`` or a dict of ``str``.
         """
         corpus = list(corpus)
-        documents = [document_text(doc, i) for i, doc in enumerate(corpus)]
         legs = Legs(bm25, dense, splade)
-        check_legs(legs, DocIds.from_list([doc_id for _, doc_id in documents]))
-        engine = cls(
-            *legs,
-            PackedStrings.from_strings([text for text, _ in documents]),
-            PackedStrings.from_strings([document_title(doc) for doc in corpus]),
-        )
+        ids = [document_text(doc, i)[1] for i, doc in enumerate(corpus)]
+        check_legs(legs, DocIds.from_list(ids))
+        docs, _ = LiveDocuments.from_documents(corpus)
+        config = leg_config(legs)
+        encoder = dense.encoder if dense is not None else None
+        splade_encoder = splade.encoder if splade is not None else None
+        engine = cls(_single(config, Segment(docs, *legs), encoder, splade_encoder))
         return engine if reranker is None else engine.with_reranker(reranker)
 
     def with_reranker(self, reranker: CrossEncoder | None) -> HybridIndex:
@@ -240,45 +249,70 @@ class HybridIndex:
 
     @property
     def texts(self) -> PackedStrings:
-        """The text of every document (title and text), as the cross-encoder reads it."""
-        return self._texts
+        """The text of every position (title and text), as the cross-encoder reads it
+        (deleted documents keep their positions until a merge)."""
+        return self._state.snapshot.texts
 
     @property
     def titles(self) -> PackedStrings:
-        """The title of every document, ``""`` where it has none (``texts`` starts with the
-        title and a space where it has one)."""
-        return self._titles
+        """The title of every position, ``""`` where it has none."""
+        return self._state.snapshot.titles
 
     @property
     def retrievers(self) -> tuple[str, ...]:
         """The retrievers this index combines."""
-        return Legs(self._bm25, self._dense, self._splade).retrievers
+        return self._state.config.retrievers
 
     @property
     def bm25(self) -> BM25Index | None:
-        """The BM25 leg, if any."""
-        return self._bm25
+        """The BM25 leg of an index of one segment without deletions (``merge`` first)."""
+        return self._only_segment().bm25
 
     @property
     def dense(self) -> DenseIndex | None:
-        """The dense leg, if any."""
-        return self._dense
+        """The dense leg of an index of one segment without deletions (``merge`` first)."""
+        return self._only_segment().dense
 
     @property
     def splade(self) -> SpladeIndex | None:
-        """The SPLADE leg, if any."""
-        return self._splade
+        """The SPLADE leg of an index of one segment without deletions (``merge`` first)."""
+        return self._only_segment().splade
 
     @property
     def doc_ids(self) -> DocIds:
-        """The corpus ``_id`` of every position."""
-        return self._doc_ids
+        """The ``_id`` of every position of the last commit (deleted documents keep their
+        positions until a merge; results never hold them)."""
+        return self._state.snapshot.doc_ids
+
+    @property
+    def num_segments(self) -> int:
+        """Segments of the last commit."""
+        return len(self._state.snapshot.segments)
+
+    @property
+    def path(self) -> Path | None:
+        """The index directory this engine commits to (None: in memory only)."""
+        return self._state.path
 
     def __len__(self) -> int:
-        return len(self._doc_ids)
+        """Live documents of the last commit."""
+        return self._state.snapshot.num_live
 
     def __repr__(self) -> str:
-        return f"HybridIndex({len(self)} documents, retrievers={list(self.retrievers)})"
+        return (
+            f"HybridIndex({len(self)} documents, {self.num_segments} segment(s), "
+            f"retrievers={list(self.retrievers)})"
+        )
+
+    def _only_segment(self) -> Segment:
+        snapshot = self._state.snapshot
+        if len(snapshot.segments) != 1 or snapshot.live[0] is not None:
+            raise ValueError(
+                f"the index has {len(snapshot.segments)} segment(s) and deletions may be "
+                "pending in them, so no single leg holds it; call merge() first, or search "
+                "through HybridIndex.search"
+            )
+        return snapshot.segments[0]
 
     def search(
         self,
@@ -292,6 +326,7 @@ class HybridIndex:
         blend: float | None = None,
         mmr: float | None = None,
         mmr_candidates: int = 30,
+        filter: Mapping[str, Any] | Filter | None = None,
         num_threads: int | None = None,
     ) -> HybridResult:
         """Search every retriever, fuse their top ``depth``, optionally rerank the fused top
@@ -348,7 +383,7 @@ class HybridIndex:
         """
         texts = check_queries(queries)
         plan_weights = leg_weights(weights, self.retrievers)
-        if mmr is not None and self._dense is None:
+        if mmr is not None and "dense" not in self.retrievers:
             raise ValueError(
                 "mmr needs the dense retriever; build with retrievers=('bm25', 'dense')"
             )
@@ -357,6 +392,7 @@ class HybridIndex:
                 "rerank needs a cross-encoder: pass reranker=CrossEncoder.load(...) to build or "
                 "load, or use engine.with_reranker(...)"
             )
+        where = Filter.compile(filter) if filter is not None else None
         verdict = self._verdict if rerank is not None else None
         reranking = verdict is not None and verdict.use  # refused: serve the fused ranking
         k = check_k(k)
@@ -370,60 +406,27 @@ class HybridIndex:
             mmr=mmr,
             mmr_pool=max(k, check_int("mmr_candidates", mmr_candidates, 1)),
         )
-        reranker = self._reranker if reranking else None
-        legs = Legs(self._bm25, self._dense, self._splade)
-        return run_search(plan, legs, texts, self._texts, reranker, num_threads)
+        state = self._state
+        snapshot = state.snapshot  # one commit for the whole search
+        models = Models(state.encoder, state.splade_encoder, self._reranker if reranking else None)
+        allowed = snapshot.allowed(where)
+        return run_search(plan, snapshot, self.retrievers, texts, models, allowed, num_threads)
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to directory ``path`` atomically, every leg inside it and the name
-        and variant of each leg's prepared model (layout in ``engine_format``)."""
-        legs = Legs(self._bm25, self._dense, self._splade)
-        write_engine(path, legs, self._texts, self._titles)
 
-    @classmethod
-    def load(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        encoder: TextEncoder | None = None,
-        splade_encoder: SparseEncoder | None = None,
-        reranker: CrossEncoder | None = None,
-        num_threads: int | None = None,
-        mmap: bool = False,
-    ) -> HybridIndex:
-        """Read an index written by ``save``.
-
-        Parameters
-        ----------
-        encoder : TextEncoder, optional
-            For the dense leg's text queries; it must be the model that built the index. None:
-            the prepared model ``save`` recorded, e.g. ``Encoder.load("all-MiniLM-L6-v2",
-            variant="int8")`` (required for a leg built with an encoder of your own).
-        splade_encoder : SparseEncoder, optional
-            For the SPLADE leg, as ``encoder`` is for the dense one (``SpladeEncoder.load``).
-        reranker : CrossEncoder, optional
-            The cross-encoder of ``search(rerank=...)``, through its gate (``with_reranker``).
-        num_threads : int, optional
-            Threads of the default encoders (all cores when None).
-        mmap : bool
-            Memory-map the legs' arrays.
-
-        Raises
-        ------
-        IndexFormatError
-            A missing, corrupt or foreign directory, or legs that disagree.
-        ValueError
-            An encoder of another model than the leg's, or none for a leg built with an
-            encoder that is not a prepared model.
-        ModelNotFoundError
-            No encoder given, and the recorded model is not prepared here.
-        """
-        legs, texts, titles = read_engine(
-            path,
-            encoder=encoder,
-            splade_encoder=splade_encoder,
-            num_threads=num_threads,
-            mmap=mmap,
-        )
-        engine = cls(*legs, texts, titles)
-        return engine if reranker is None else engine.with_reranker(reranker)
+def _single(
+    config: EngineConfig,
+    segment: Segment,
+    encoder: TextEncoder | None,
+    splade_encoder: SparseEncoder | None,
+) -> LiveState:
+    """The in-memory state of a new engine of one segment."""
+    return LiveState(
+        config,
+        [segment],
+        ["seg-000000"],
+        [None],
+        encoder=encoder,
+        splade_encoder=splade_encoder,
+        next_segment=1,
+        next_id=len(segment),
+    )

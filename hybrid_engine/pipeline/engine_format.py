@@ -1,137 +1,157 @@
-"""A ``HybridIndex`` on disk: one directory holding every leg's directory and the texts.
+"""A ``HybridIndex`` on disk, and the settings its segments are built with.
 
-Written by ``storage.write_index_dir`` (atomically)::
-
-    manifest.json     format "hybrid_engine.hybrid", the retrievers, the document count, and
-                      "models": the model of each model leg ({"dense": {"name": ...,
-                      "variant": ...}, "splade": ...}; null for an encoder that is not a
-                      prepared model), which ``read_engine`` loads when given no encoder
-    text_bytes.npy    the documents' text (title and text), what a cross-encoder reads,
-    text_offsets.npy  packed as in ``packed``
-    title_bytes.npy   the documents' titles ("" where none), for display, packed the same way
-    title_offsets.npy
-    bm25/             a BM25Index directory
-    dense/            a DenseIndex directory
-    splade/           a SpladeIndex directory
+A saved engine is a live index directory (``live.commits``): segments, deletion masks and
+commit points, the latest naming the engine's settings (``live.config.EngineConfig``) with
+the prepared model of each model leg, which ``read_engine`` loads when given no encoder.
+Directories of the immutable format of earlier versions (a ``manifest.json`` of format
+``"hybrid_engine.hybrid"``) are refused with the command that rebuilds them.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+import json
+import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.live import commits
+from hybrid_engine.live.config import EngineConfig
+from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.session import TextModel
 from hybrid_engine.models.splade import SpladeEncoder
 from hybrid_engine.models.store import VARIANT_FILES, ModelNotFoundError
-from hybrid_engine.packed import PackedStrings
-from hybrid_engine.pipeline.legs import Legs, check_retrievers
+from hybrid_engine.pipeline.legs import (
+    BM25_OPTIONS,
+    DENSE_OPTIONS,
+    Legs,
+    check_options,
+    check_retrievers,
+)
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
-from hybrid_engine.sparse.index import SpladeIndex
-from hybrid_engine.storage import open_index_dir, read_index_dir, write_index_dir
+from hybrid_engine.storage import MANIFEST
 
-FORMAT = "hybrid_engine.hybrid"
-FORMAT_VERSION = 3
+IMMUTABLE_FORMAT = "hybrid_engine.hybrid"
+"""The format of engines saved by hybrid_engine before the live index."""
 _MODEL_LEGS = {"dense": "encoder", "splade": "splade_encoder"}
 """The legs that run a model, and the ``HybridIndex.load`` argument that gives it."""
+_OPEN_ATTEMPTS = 5
+"""Times ``read_engine`` starts over when a writer removes files of the commit it reads."""
 _Model = TypeVar("_Model", bound=TextModel)
 
 
-def write_engine(
-    path: str | os.PathLike[str], legs: Legs, texts: PackedStrings, titles: PackedStrings
-) -> None:
-    """Write the legs, texts and titles of an engine to directory ``path`` atomically."""
-    bm25, dense, splade = legs
-    directories = {}
-    if bm25 is not None:
-        directories["bm25"] = bm25.save
-    if dense is not None:
-        directories["dense"] = dense.save
-    if splade is not None:
-        directories["splade"] = splade.save
-    models = {}
-    if dense is not None:
-        models["dense"] = _model_record(dense.encoder)
-    if splade is not None:
-        models["splade"] = _model_record(splade.encoder)
-    metadata = {
-        "retrievers": list(legs.retrievers),
-        "num_documents": len(texts),
-        "models": models,
-    }
-    arrays = {**texts.arrays("text"), **titles.arrays("title")}
-    write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, arrays, directories=directories)
+def engine_config(
+    chosen: tuple[str, ...],
+    *,
+    bm25_options: Mapping[str, Any] | None,
+    dense_options: Mapping[str, Any] | None,
+    encoder: TextEncoder | None,
+    splade_encoder: SparseEncoder | None,
+    num_threads: int | None,
+) -> tuple[EngineConfig, TextEncoder | None, SparseEncoder | None]:
+    """The settings of a new engine of ``chosen`` retrievers, with its encoders (the default
+    prepared ones where none is given); the options are checked first."""
+    bm25 = check_options("bm25_options", bm25_options, BM25_OPTIONS, "bm25", chosen)
+    dense = check_options("dense_options", dense_options, DENSE_OPTIONS, "dense", chosen)
+    models: dict[str, dict[str, str] | None] = {}
+    if "dense" in chosen:
+        encoder = encoder if encoder is not None else Encoder.load(num_threads=num_threads)
+        models["dense"] = _model_record(encoder)
+    if "splade" in chosen:
+        if splade_encoder is None:
+            splade_encoder = SpladeEncoder.load(num_threads=num_threads)
+        models["splade"] = _model_record(splade_encoder)
+    config = EngineConfig(retrievers=chosen, bm25=bm25, dense=dense, models=models)
+    return config, encoder, splade_encoder
+
+
+def leg_config(legs: Legs) -> EngineConfig:
+    """The settings that build new segments like the prebuilt ``legs``."""
+    bm25: dict[str, Any] = {}
+    dense: dict[str, Any] = {}
+    models: dict[str, dict[str, str] | None] = {}
+    if legs.bm25 is not None:
+        params = legs.bm25.params
+        bm25 = {"k1": params.k1, "b": params.b, "method": params.method, "delta": params.delta}
+        bm25["analyzer"] = legs.bm25.analyzer
+    if legs.dense is not None:
+        index = legs.dense
+        dense = {
+            "metric": index.metric,
+            "m": index.m,
+            "ef_construction": index.ef_construction,
+            "ef_search": index.ef_search,
+            "exact_threshold": index.exact_threshold,
+        }
+        models["dense"] = _model_record(index.encoder)
+    scale = None
+    if legs.splade is not None:
+        scale = legs.splade.scale
+        models["splade"] = _model_record(legs.splade.encoder)
+    return EngineConfig(
+        retrievers=legs.retrievers, bm25=bm25, dense=dense, splade_scale=scale, models=models
+    )
 
 
 def read_engine(
-    path: str | os.PathLike[str],
+    path: Path,
     *,
     encoder: TextEncoder | None,
     splade_encoder: SparseEncoder | None,
     num_threads: int | None,
     mmap: bool,
-) -> tuple[Legs, PackedStrings, PackedStrings]:
-    """The legs, texts and titles ``write_engine`` wrote to ``path``, all from one save
-    (``HybridIndex.load`` documents the arguments).
+) -> LiveState:
+    """The last commit of the index at ``path`` (``HybridIndex.load`` documents the
+    arguments), attached to it; started over when a writer removed its files meanwhile.
 
     Raises
     ------
     IndexFormatError
-        A missing, corrupt or foreign directory, or legs that disagree with the manifest.
-    ValueError
-        No encoder given for a leg built with one that is not a prepared model.
-    ModelNotFoundError
-        No encoder given, and the recorded model is not prepared here.
+        A missing, corrupt or foreign directory, or one of the immutable format.
     """
-    with open_index_dir(path) as root:  # every part from the save the manifest comes from
-        manifest, arrays = read_index_dir(root, FORMAT, FORMAT_VERSION, mmap=mmap, shown_as=path)
-        return _read_parts(path, root, manifest, arrays, encoder, splade_encoder, num_threads, mmap)
-
-
-def _read_parts(
-    path: str | os.PathLike[str],
-    root: Path,
-    manifest: dict[str, Any],
-    arrays: dict[str, Any],
-    encoder: TextEncoder | None,
-    splade_encoder: SparseEncoder | None,
-    num_threads: int | None,
-    mmap: bool,
-) -> tuple[Legs, PackedStrings, PackedStrings]:
-    """The engine pinned at ``root`` (the user's ``path``), from its read manifest."""
-    try:
-        chosen = check_retrievers(manifest["retrievers"])
-        n_docs = int(manifest["num_documents"])
-        texts = PackedStrings.from_arrays(arrays, n_docs, "text")
-        titles = PackedStrings.from_arrays(arrays, n_docs, "title")
-        models = _read_records(manifest["models"], chosen)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise IndexFormatError(f"{path}: bad manifest entry ({exc}); rebuild the index") from None
-    if "dense" in chosen and encoder is None:
-        encoder = _load_model(Encoder, path, "dense", models, num_threads)
-    if "splade" in chosen and splade_encoder is None:
-        splade_encoder = _load_model(SpladeEncoder, path, "splade", models, num_threads)
-    with _named_as(root, path):
-        bm25 = BM25Index.load(root / "bm25", mmap=mmap) if "bm25" in chosen else None
-        dense = None
-        if "dense" in chosen:
-            dense = DenseIndex.load(root / "dense", encoder=encoder, mmap=mmap)
-        splade = None
-        if "splade" in chosen:
-            splade = SpladeIndex.load(root / "splade", encoder=splade_encoder, mmap=mmap)
-    for leg in (bm25, dense, splade):
-        if leg is not None and len(leg.doc_ids) != n_docs:
-            raise IndexFormatError(
-                f"{path}: a leg holds {len(leg.doc_ids)} documents, the manifest {n_docs}; "
-                "rebuild the index"
+    _refuse_immutable(path)
+    for attempt in range(_OPEN_ATTEMPTS):
+        point = commits.read_commit(path)
+        try:
+            config = EngineConfig.from_dict(point.config)
+            check_retrievers(config.retrievers)
+            models = _read_records(config.models, config.retrievers)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexFormatError(f"{path}: bad commit point ({exc}); rebuild the index") from None
+        if "dense" in config.retrievers and encoder is None:
+            encoder = _load_model(Encoder, path, "dense", models, num_threads)
+        if "splade" in config.retrievers and splade_encoder is None:
+            splade_encoder = _load_model(SpladeEncoder, path, "splade", models, num_threads)
+        try:
+            return LiveState.open(
+                path, point, config, encoder=encoder, splade_encoder=splade_encoder, mmap=mmap
             )
-    return Legs(bm25, dense, splade), texts, titles
+        except (FileNotFoundError, IndexFormatError):
+            if commits.read_commit(path).generation == point.generation:
+                raise  # nothing newer: the commit itself is damaged
+            time.sleep(0.01 * (attempt + 1))
+    raise IndexFormatError(
+        f"{path} changed under every one of {_OPEN_ATTEMPTS} attempts to read it; retry"
+    )
+
+
+def _refuse_immutable(path: Path) -> None:
+    manifest = path / MANIFEST
+    if commits.is_live_index(path) or not manifest.is_file():
+        return
+    try:
+        found = json.loads(manifest.read_text(encoding="utf-8")).get("format")
+    except (OSError, ValueError, AttributeError):
+        found = None
+    if found == IMMUTABLE_FORMAT:
+        raise IndexFormatError(
+            f"{path} is a hybrid index of the immutable format of hybrid_engine before the "
+            "live index, which this version does not read; rebuild it: "
+            "HybridIndex.build(corpus, ...).save(new_path), or `hybrid-engine index CORPUS "
+            "--out NEW_PATH`"
+        )
 
 
 def _model_record(encoder: object) -> dict[str, str] | None:
@@ -164,18 +184,9 @@ def _read_records(records: Any, retrievers: tuple[str, ...]) -> dict[str, tuple[
     return models
 
 
-@contextmanager
-def _named_as(root: Path, path: str | os.PathLike[str]) -> Iterator[None]:
-    """Errors of the legs read from the pinned ``root`` name the user's ``path`` instead."""
-    try:
-        yield
-    except (IndexFormatError, ValueError) as exc:
-        raise type(exc)(str(exc).replace(str(root), os.fspath(path))) from None
-
-
 def _load_model(
     cls: type[_Model],
-    path: str | os.PathLike[str],
+    path: Path,
     leg: str,
     models: dict[str, tuple[str, str] | None],
     num_threads: int | None,

@@ -10,12 +10,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from hybrid_engine.corpus import DocIds, Document
-from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.corpus import DocIds
 from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.lexical.bm25 import BM25Index
-from hybrid_engine.models.bi_encoder import Encoder
-from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.sparse.index import SpladeIndex
 
 RETRIEVERS = ("bm25", "dense", "splade")
@@ -124,46 +121,6 @@ def check_options(
             "or drop the options"
         )
     return dict(options)
-
-
-def build_legs(
-    documents: Sequence[Document],
-    chosen: Sequence[str],
-    *,
-    encoder: TextEncoder | None,
-    splade_encoder: SparseEncoder | None,
-    bm25_options: Mapping[str, Any] | None,
-    dense_options: Mapping[str, Any] | None,
-    embedding_cache: EmbeddingCache | None,
-    num_threads: int | None,
-    show_progress: bool,
-) -> Legs:
-    """Each retriever of ``chosen`` built over ``documents`` (``HybridIndex.build`` documents
-    the arguments); the options are checked before anything is built."""
-    bm25_kwargs = check_options("bm25_options", bm25_options, BM25_OPTIONS, "bm25", chosen)
-    dense_kwargs = check_options("dense_options", dense_options, DENSE_OPTIONS, "dense", chosen)
-    bm25 = dense = splade = None
-    if "bm25" in chosen:
-        bm25 = BM25Index.build(
-            documents, num_threads=num_threads, show_progress=show_progress, **bm25_kwargs
-        )
-    if "dense" in chosen:
-        dense = DenseIndex.build(
-            documents,
-            encoder=encoder if encoder is not None else Encoder.load(num_threads=num_threads),
-            embedding_cache=embedding_cache,
-            num_threads=num_threads,
-            show_progress=show_progress,
-            **dense_kwargs,
-        )
-    if "splade" in chosen:
-        splade = SpladeIndex.build(
-            documents,
-            encoder=splade_encoder,
-            num_threads=num_threads,
-            show_progress=show_progress,
-        )
-    return Legs(bm25, dense, splade)
 
 
 def check_legs(legs: Legs, doc_ids: DocIds) -> None:

@@ -1,5 +1,5 @@
-"""The stages of one ``HybridIndex.search``, each timed: every leg's top hits, fusion,
-cross-encoder reranking, MMR.
+"""The stages of one ``HybridIndex.search``, each timed: every leg's top hits over the
+snapshot's segments (within the filter), fusion, cross-encoder reranking, MMR.
 
 Blank queries are searched by no leg (each gives them an all-padding row), so fusion,
 reranking and MMR never see them.
@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hybrid_engine.checks import nonblank_rows
+from hybrid_engine.live.snapshot import Hit, Masks, Snapshot
 from hybrid_engine.pipeline.fusion import fuse
-from hybrid_engine.pipeline.legs import Legs
 from hybrid_engine.pipeline.mmr import mmr
 from hybrid_engine.pipeline.rerank import rerank
-from hybrid_engine.protocols import PairScorer
-from hybrid_engine.results import SearchResult
+from hybrid_engine.protocols import PairScorer, SparseEncoder, TextEncoder
+from hybrid_engine.results import PAD_ID, SearchResult
 
 
 @dataclass(frozen=True)
@@ -30,10 +30,39 @@ class HybridResult(SearchResult):
     ----------
     timings : dict of str to float
         ``"bm25"``, ``"dense"`` and ``"splade"`` (query encoding included) for the legs used,
-        ``"fusion"``, ``"rerank"`` and ``"mmr"`` (when used) and ``"total"``.
+        ``"filter"``, ``"fusion"``, ``"rerank"`` and ``"mmr"`` (when used) and ``"total"``.
+
+    ``ids`` are positions in the snapshot the search ran on; ``doc_ids`` and ``hits`` read
+    the documents from that snapshot, whatever was committed since.
     """
 
     timings: dict[str, float] = field(default_factory=dict)
+    snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def doc_ids(self) -> list[list[str]]:
+        """The external ids of each query's hits, best first (padding left out)."""
+        snapshot = self._documents()
+        return [[snapshot.doc_id(int(i)) for i in row if i != PAD_ID] for row in self.ids]
+
+    def hits(self) -> list[list[Hit]]:
+        """Each query's hits, best first: id, score, title, text and metadata."""
+        snapshot = self._documents()
+        return [
+            [
+                snapshot.hit(int(i), float(s))
+                for i, s in zip(row, scores, strict=True)
+                if i != PAD_ID
+            ]
+            for row, scores in zip(self.ids, self.scores, strict=True)
+        ]
+
+    def _documents(self) -> Snapshot:
+        if self.snapshot is None:
+            raise ValueError(
+                "this result was not returned by HybridIndex.search: it has no documents"
+            )
+        return self.snapshot
 
 
 @dataclass(frozen=True)
@@ -81,45 +110,93 @@ class SearchPlan:
         return max(self.candidates, self.depth)
 
 
+@dataclass(frozen=True)
+class Models:
+    """The models a search runs: the legs' query encoders and the reranker (None where not
+    used)."""
+
+    encoder: TextEncoder | None
+    splade_encoder: SparseEncoder | None
+    reranker: PairScorer | None
+
+
 def run_search(
     plan: SearchPlan,
-    legs: Legs,
+    snapshot: Snapshot,
+    retrievers: Sequence[str],
     queries: list[str],
-    doc_texts: Sequence[str],
-    reranker: PairScorer | None,
+    models: Models,
+    allowed: Masks,
     num_threads: int | None,
 ) -> HybridResult:
-    """The stages of ``plan`` over ``legs`` for checked ``queries``; ``reranker`` is needed
-    when ``plan.rerank`` is set and ``legs.dense`` when ``plan.mmr`` is."""
+    """The stages of ``plan`` over ``snapshot``'s ``retrievers`` for checked ``queries``, each
+    leg returning only documents ``allowed`` (per segment); ``models.reranker`` is needed when
+    ``plan.rerank`` is set."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
     rows = nonblank_rows(queries)
-    found, query_vectors = _search_legs(legs, queries, rows, plan.width, num_threads, timings)
+    found, query_vectors = _search_legs(
+        snapshot, retrievers, queries, rows, plan.width, models, allowed, num_threads, timings
+    )
     tick = time.perf_counter()
     result = fuse(
         found, plan.candidates, method=plan.fusion, weights=plan.weights, depth=plan.width
     )
     timings["fusion"] = (time.perf_counter() - tick) * 1000
-    if plan.rerank is not None and reranker is not None:
+    if plan.rerank is not None and models.reranker is not None:
         tick = time.perf_counter()
-        result = rerank(result, queries, doc_texts, reranker, depth=plan.rerank, blend=plan.blend)
+        texts = SnapshotTexts(snapshot)
+        result = rerank(
+            result, queries, texts, models.reranker, depth=plan.rerank, blend=plan.blend
+        )
         timings["rerank"] = (time.perf_counter() - tick) * 1000
-    if plan.mmr is not None and legs.dense is not None:
+    if plan.mmr is not None:
         tick = time.perf_counter()
-        pool = plan.mmr_pool
-        head = SearchResult(result.ids[rows, :pool], result.scores[rows, :pool])
-        picks = mmr(head, query_vectors, legs.dense.vectors, plan.k, lambda_=plan.mmr)
-        result = picks.scattered(rows, len(queries))
+        head = SearchResult(result.ids[rows, : plan.mmr_pool], result.scores[rows, : plan.mmr_pool])
+        result = _mmr(head, query_vectors, snapshot, plan).scattered(rows, len(queries))
         timings["mmr"] = (time.perf_counter() - tick) * 1000
     timings["total"] = (time.perf_counter() - start) * 1000
-    return HybridResult(result.ids[:, : plan.k], result.scores[:, : plan.k], timings)
+    k = plan.k
+    return HybridResult(result.ids[:, :k], result.scores[:, :k], timings, snapshot)
+
+
+class SnapshotTexts(Sequence[str]):
+    """The indexed texts of a snapshot by global position (what the reranker reads)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def __len__(self) -> int:
+        return self._snapshot.size
+
+    def __getitem__(self, position: int) -> str:  # type: ignore[override]
+        return self._snapshot.text(int(position))
+
+
+def _mmr(
+    head: SearchResult, query_vectors: np.ndarray, snapshot: Snapshot, plan: SearchPlan
+) -> SearchResult:
+    """MMR over the candidates' vectors only, gathered from their segments: positions map to
+    rows of the gathered matrix in ascending order, so MMR's tie rule is kept."""
+    assert plan.mmr is not None
+    used = np.unique(head.ids[head.ids != PAD_ID])
+    if len(used) == 0:
+        return SearchResult.empty(len(head), plan.k)
+    local = np.where(head.ids == PAD_ID, PAD_ID, np.searchsorted(used, head.ids))
+    candidates = SearchResult(local, head.scores)
+    picks = mmr(candidates, query_vectors, snapshot.vectors(used), plan.k, lambda_=plan.mmr)
+    ids = np.where(picks.ids == PAD_ID, PAD_ID, used[np.maximum(picks.ids, 0)])
+    return SearchResult(ids, picks.scores)
 
 
 def _search_legs(
-    legs: Legs,
+    snapshot: Snapshot,
+    retrievers: Sequence[str],
     queries: list[str],
     rows: np.ndarray,
     width: int,
+    models: Models,
+    allowed: Masks,
     num_threads: int | None,
     timings: dict[str, float],
 ) -> tuple[list[SearchResult], np.ndarray]:
@@ -127,22 +204,27 @@ def _search_legs(
     ones (``rows``; none without the dense leg), encoded once here so MMR reuses them."""
     found: list[SearchResult] = []
     query_vectors = np.empty((0, 0), np.float32)
-    if legs.bm25 is not None:
+    asked = [queries[row] for row in rows]
+    if "bm25" in retrievers:
         tick = time.perf_counter()
-        found.append(legs.bm25.search(queries, width, num_threads=num_threads))
+        found.append(snapshot.search_bm25(queries, width, num_threads, allowed))
         timings["bm25"] = (time.perf_counter() - tick) * 1000
-    if legs.dense is not None:
+    if "dense" in retrievers:
         tick = time.perf_counter()
-        encoder = legs.dense.encoder
-        assert encoder is not None  # build, from_legs and load give the dense leg one
-        query_vectors = np.empty((0, legs.dense.dim), np.float32)
+        assert models.encoder is not None  # the engine always has one with a dense leg
+        query_vectors = np.empty((0, models.encoder.dim), np.float32)
         if len(rows):
-            query_vectors = encoder.encode([queries[row] for row in rows])
-        hits = legs.dense.search(query_vectors, width, num_threads=num_threads)
+            query_vectors = models.encoder.encode(asked)
+        hits = snapshot.search_dense(query_vectors, width, num_threads, allowed)
         found.append(hits.scattered(rows, len(queries)))
         timings["dense"] = (time.perf_counter() - tick) * 1000
-    if legs.splade is not None:
+    if "splade" in retrievers:
         tick = time.perf_counter()
-        found.append(legs.splade.search(queries, width, num_threads=num_threads))
+        assert models.splade_encoder is not None
+        hits = SearchResult.empty(len(rows), width)
+        if len(rows):
+            vectors = models.splade_encoder.encode(asked)
+            hits = snapshot.search_splade(vectors, width, num_threads, allowed)
+        found.append(hits.scattered(rows, len(queries)))
         timings["splade"] = (time.perf_counter() - tick) * 1000
     return found, query_vectors

@@ -155,9 +155,7 @@ def train_reranker(
             f"{prepared} holds a prepared model; choose another prepared folder or remove it"
         )
     torch = require_training("torch")
-    model, tokenizer = load_base(
-        Path(source) if source else base_model_path(), max_length, layers
-    )
+    model, tokenizer = load_base(Path(source) if source else base_model_path(), max_length, layers)
     started = time.perf_counter()
     random.seed(seed)
     torch.manual_seed(seed)

@@ -1,0 +1,7 @@
+"""The live collection: immutable segments of every leg, deletion masks, snapshots that
+score as one fresh index, crash-safe commits to an index directory, and the merge policy."""
+
+from hybrid_engine.live.merge_policy import MergePolicy
+from hybrid_engine.live.snapshot import Hit
+
+__all__ = ["Hit", "MergePolicy"]

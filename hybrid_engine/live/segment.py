@@ -1,0 +1,192 @@
+"""A segment: an immutable batch of documents with every leg built over them.
+
+A live ``HybridIndex`` is a sequence of segments (plus deletion masks, ``snapshot``). A segment
+holds its documents' external ids, indexed texts, titles and metadata columns, and a BM25, a
+dense and a SPLADE index over them (those the engine combines), built with the engine's
+settings (``EngineConfig``). It is written once (``save``) and never changed: deleting a
+document marks it in the snapshot's mask, and merging segments builds a new one from the live
+documents of the old ones, reusing their vectors (no model runs).
+
+On disk a segment is an index directory (``storage.write_index_dir``)::
+
+    manifest.json            format "hybrid_engine.segment", the document count, the
+                             metadata columns' description
+    id_*.npy text_*.npy      the external ids, indexed texts (title and text) and titles,
+    title_*.npy              packed (``packed``)
+    meta_*.npy               the metadata columns (``metadata.MetadataColumns``)
+    bm25/ dense/ splade/     the legs' own directories
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.dense.index import DenseIndex
+from hybrid_engine.errors import IndexFormatError
+from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.live.config import EngineConfig
+from hybrid_engine.live.documents import LiveDocuments
+from hybrid_engine.protocols import SparseEncoder, TextEncoder
+from hybrid_engine.results import SparseVectors
+from hybrid_engine.sparse.index import SpladeIndex
+from hybrid_engine.storage import read_index_dir, write_index_dir
+
+FORMAT = "hybrid_engine.segment"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Documents and the legs built over them, immutable.
+
+    Attributes
+    ----------
+    docs : LiveDocuments
+        Ids, texts, titles and metadata, by local position.
+    bm25, dense, splade : optional
+        The legs of the engine's retrievers (None for the others); local positions.
+    """
+
+    docs: LiveDocuments
+    bm25: BM25Index | None
+    dense: DenseIndex | None
+    splade: SpladeIndex | None
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    @classmethod
+    def build(
+        cls,
+        docs: LiveDocuments,
+        config: EngineConfig,
+        *,
+        encoder: TextEncoder | None,
+        splade_encoder: SparseEncoder | None,
+        embedding_cache: EmbeddingCache | None = None,
+        num_threads: int | None = None,
+        show_progress: bool = False,
+    ) -> Segment:
+        """Index ``docs`` (at least one) with every retriever of ``config``."""
+        texts = list(docs.texts)
+        bm25 = dense = splade = None
+        if "bm25" in config.retrievers:
+            bm25 = BM25Index.build(
+                texts, num_threads=num_threads, show_progress=show_progress, **config.bm25
+            )
+        if "dense" in config.retrievers:
+            assert encoder is not None  # the engine loads the default one
+            dense = DenseIndex.build(
+                texts,
+                encoder=encoder,
+                embedding_cache=embedding_cache,
+                num_threads=num_threads,
+                show_progress=show_progress,
+                **config.dense,
+            )
+        if "splade" in config.retrievers:
+            splade = SpladeIndex.build(
+                texts,
+                encoder=splade_encoder,
+                scale=config.splade_scale,
+                num_threads=num_threads,
+                show_progress=show_progress,
+            )
+        return cls(docs, bm25, dense, splade)
+
+    @classmethod
+    def merged(
+        cls,
+        parts: Sequence[tuple[Segment, np.ndarray]],
+        config: EngineConfig,
+        *,
+        encoder: TextEncoder | None,
+        splade_encoder: SparseEncoder | None,
+        num_threads: int | None = None,
+    ) -> Segment:
+        """One segment of the documents at the ``positions`` (int64, ascending) of each
+        ``(segment, positions)`` of ``parts``, in that order: BM25 re-analyses their texts,
+        dense and SPLADE reuse their vectors (the same SPLADE scale, so the same impacts)."""
+        docs = LiveDocuments.concat([segment.docs.take(rows) for segment, rows in parts])
+        bm25 = dense = splade = None
+        if "bm25" in config.retrievers:
+            bm25 = BM25Index.build(list(docs.texts), num_threads=num_threads, **config.bm25)
+        if "dense" in config.retrievers:
+            vectors = [seg.dense.vectors[rows] for seg, rows in parts if seg.dense is not None]
+            options = {key: value for key, value in config.dense.items() if key != "batch_size"}
+            dense = DenseIndex.from_vectors(
+                np.concatenate(vectors), encoder=encoder, num_threads=num_threads, **options
+            )
+        if "splade" in config.retrievers:
+            sparse = [seg.splade.document_vectors(rows) for seg, rows in parts if seg.splade]
+            splade = SpladeIndex.from_vectors(
+                _concat_sparse(sparse), encoder=splade_encoder, scale=config.splade_scale
+            )
+        return cls(docs, bm25, dense, splade)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the segment to the new directory ``path`` (atomically)."""
+        arrays, description = self.docs.to_arrays()
+        directories = {}
+        for name, leg in (("bm25", self.bm25), ("dense", self.dense), ("splade", self.splade)):
+            if leg is not None:
+                directories[name] = leg.save
+        metadata = {"num_documents": len(self), "documents": description}
+        write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, arrays, directories=directories)
+
+    @classmethod
+    def load(
+        cls,
+        path: Path,
+        config: EngineConfig,
+        *,
+        encoder: TextEncoder | None,
+        splade_encoder: SparseEncoder | None,
+        mmap: bool = False,
+    ) -> Segment:
+        """Read a segment written by ``save``, with the legs of ``config``'s retrievers
+        (their arrays memory-mapped with ``mmap``).
+
+        Raises
+        ------
+        IndexFormatError
+            A missing, corrupt or foreign directory, or legs that disagree with it.
+        """
+        manifest, arrays = read_index_dir(path, FORMAT, FORMAT_VERSION)
+        try:
+            n_docs = int(manifest["num_documents"])
+            docs = LiveDocuments.from_arrays(arrays, manifest["documents"], n_docs)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexFormatError(f"{path}: bad segment ({exc}); rebuild the index") from None
+        retrievers = config.retrievers
+        bm25 = BM25Index.load(path / "bm25", mmap=mmap) if "bm25" in retrievers else None
+        dense = None
+        if "dense" in retrievers:
+            dense = DenseIndex.load(path / "dense", encoder=encoder, mmap=mmap)
+        splade = None
+        if "splade" in retrievers:
+            splade = SpladeIndex.load(path / "splade", encoder=splade_encoder, mmap=mmap)
+        for leg in (bm25, dense, splade):
+            if leg is not None and len(leg.doc_ids) != n_docs:
+                raise IndexFormatError(
+                    f"{path}: a leg holds {len(leg.doc_ids)} documents, the segment {n_docs}; "
+                    "rebuild the index"
+                )
+        return cls(docs, bm25, dense, splade)
+
+
+def _concat_sparse(parts: Sequence[SparseVectors]) -> SparseVectors:
+    """The rows of several ``SparseVectors`` as one."""
+    terms = np.concatenate([p.terms for p in parts])
+    weights = np.concatenate([p.weights for p in parts])
+    ends = [p.offsets[1:] for p in parts]
+    shifts = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
+    pieces = [e + s for e, s in zip(ends, shifts, strict=True)]
+    offsets = np.concatenate([np.zeros(1, np.int64), *pieces]).astype(np.int64)
+    return SparseVectors(offsets, terms, weights)

@@ -1,0 +1,213 @@
+"""A snapshot: one committed state of a live engine, immutable, searched as one collection.
+
+A snapshot is a sequence of segments, each with a mask of its live documents (None when none
+is deleted), and everything derived from them once per commit: the BM25 legs scoring with the
+live collection's statistics (``statistics``), the global position of every document
+(segment after segment, in order: ``bases``) and the id of every live document.
+
+Every search runs on the one snapshot it started with, so it never sees half a commit.
+Results carry global positions, valid in that snapshot only; ``HybridResult`` keeps it to
+turn them into ids and hits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from hybrid_engine.corpus import DocIds
+from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.live.segment import Segment
+from hybrid_engine.live.statistics import TermMap, scored_views
+from hybrid_engine.live.topk import merge_top_k
+from hybrid_engine.metadata import Filter
+from hybrid_engine.packed import PackedStrings
+from hybrid_engine.results import SearchResult, SparseVectors
+
+Masks = list[np.ndarray | None]
+"""One bool mask per segment of the documents a search may return; None: every one."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search hit.
+
+    Attributes
+    ----------
+    id : str
+        The document's external id.
+    score : float
+        Its score in the result (fused, reranked or MMR's, as the search returned).
+    title, text : str
+        The document's title (``""`` where none) and text (without the title).
+    metadata : dict
+        Its metadata fields.
+    """
+
+    id: str
+    score: float
+    title: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class Snapshot:
+    """Segments and their live masks, searched as one collection of global positions."""
+
+    def __init__(
+        self,
+        segments: Sequence[Segment],
+        live: Sequence[np.ndarray | None],
+        term_map: TermMap,
+        term_maps: Sequence[np.ndarray],
+    ) -> None:
+        """``live[i]`` is segment ``i``'s mask (None: all live); ``term_maps[i]`` is
+        ``term_map.map`` of its BM25 leg (empty without one)."""
+        self.segments = tuple(segments)
+        self.live = tuple(live)
+        self.term_map = term_map
+        self.term_maps = tuple(term_maps)
+        sizes = [len(segment) for segment in self.segments]
+        self.bases = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.num_live = sum(
+            len(seg) if mask is None else int(mask.sum())
+            for seg, mask in zip(self.segments, self.live, strict=True)
+        )
+        self._bm25: list[BM25Index] = []
+        legs = [segment.bm25 for segment in self.segments]
+        if legs and all(leg is not None for leg in legs):
+            self._bm25 = scored_views(legs, self.term_maps, self.live, len(term_map))  # type: ignore[arg-type]
+        self._ids: dict[str, tuple[int, int]] | None = None
+
+    # -- documents ----------------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        """Global positions: live and deleted documents of every segment."""
+        return int(self.bases[-1])
+
+    @cached_property
+    def doc_ids(self) -> DocIds:
+        """The id of every global position."""
+        return DocIds(self.size, self._joined("ids"))
+
+    @cached_property
+    def texts(self) -> PackedStrings:
+        """The indexed text of every global position."""
+        return self._joined("texts")
+
+    @cached_property
+    def titles(self) -> PackedStrings:
+        """The title of every global position."""
+        return self._joined("titles")
+
+    def _joined(self, column: str) -> PackedStrings:
+        joined = PackedStrings.from_strings([])
+        for segment in self.segments:
+            joined = joined.concat(getattr(segment.docs, column))
+        return joined
+
+    def locations(self) -> dict[str, tuple[int, int]]:
+        """Live document id to (segment, local position), built on first use."""
+        if self._ids is None:
+            ids: dict[str, tuple[int, int]] = {}
+            for s, (segment, mask) in enumerate(zip(self.segments, self.live, strict=True)):
+                doc_ids = segment.docs.ids
+                rows = range(len(segment)) if mask is None else np.flatnonzero(mask).tolist()
+                for row in rows:
+                    ids[doc_ids[row]] = (s, row)
+            self._ids = ids
+        return self._ids
+
+    def locate(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(segment, local position) of global ``positions`` (int64, none padding)."""
+        segments = np.searchsorted(self.bases, positions, side="right") - 1
+        return segments, positions - self.bases[segments]
+
+    def live_positions(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(segment, its live local positions) in order."""
+        for s, (segment, mask) in enumerate(zip(self.segments, self.live, strict=True)):
+            rows = np.arange(len(segment)) if mask is None else np.flatnonzero(mask)
+            yield s, rows.astype(np.int64)
+
+    def doc_id(self, position: int) -> str:
+        s, row = self._one(position)
+        return self.segments[s].docs.ids[row]
+
+    def text(self, position: int) -> str:
+        """The indexed text (title and text) at a global position, as a reranker reads it."""
+        s, row = self._one(position)
+        return self.segments[s].docs.texts[row]
+
+    def hit(self, position: int, score: float) -> Hit:
+        s, row = self._one(position)
+        docs = self.segments[s].docs
+        metadata = docs.metadata.record(row)
+        return Hit(docs.ids[row], float(score), docs.titles[row], docs.text(row), metadata)
+
+    def vectors(self, positions: np.ndarray) -> np.ndarray:
+        """float32 ``(len(positions), dim)``: the dense vectors at global ``positions``."""
+        segments, rows = self.locate(np.asarray(positions, dtype=np.int64))
+        first = self.segments[0].dense
+        assert first is not None
+        out = np.empty((len(rows), first.dim), dtype=np.float32)
+        for s in np.unique(segments):
+            dense = self.segments[s].dense
+            assert dense is not None
+            picked = segments == s
+            out[picked] = dense.vectors[rows[picked]]
+        return out
+
+    def _one(self, position: int) -> tuple[int, int]:
+        s = int(np.searchsorted(self.bases, position, side="right") - 1)
+        return s, int(position - self.bases[s])
+
+    # -- filters ------------------------------------------------------------------------------
+
+    def allowed(self, where: Filter | None) -> Masks:
+        """Each segment's mask of the live documents matching ``where`` (None: all live)."""
+        if where is None:
+            return list(self.live)
+        masks: Masks = []
+        for segment, mask in zip(self.segments, self.live, strict=True):
+            matching = where.mask(segment.docs.metadata)
+            masks.append(matching if mask is None else matching & mask)
+        return masks
+
+    # -- the legs -----------------------------------------------------------------------------
+
+    def search_bm25(
+        self, queries: list[str], k: int, num_threads: int | None, allowed: Masks
+    ) -> SearchResult:
+        parts = [
+            leg.search(queries, k, num_threads=num_threads, allowed=mask)
+            for leg, mask in zip(self._bm25, allowed, strict=True)
+        ]
+        return self._merged(parts, len(queries), k)
+
+    def search_dense(
+        self, vectors: np.ndarray, k: int, num_threads: int | None, allowed: Masks
+    ) -> SearchResult:
+        parts = []
+        for segment, mask in zip(self.segments, allowed, strict=True):
+            assert segment.dense is not None
+            parts.append(segment.dense.search(vectors, k, num_threads=num_threads, allowed=mask))
+        return self._merged(parts, len(vectors), k)
+
+    def search_splade(
+        self, vectors: SparseVectors, k: int, num_threads: int | None, allowed: Masks
+    ) -> SearchResult:
+        parts = []
+        for segment, mask in zip(self.segments, allowed, strict=True):
+            assert segment.splade is not None
+            parts.append(segment.splade.search(vectors, k, num_threads=num_threads, allowed=mask))
+        return self._merged(parts, len(vectors.offsets) - 1, k)
+
+    def _merged(self, parts: list[SearchResult], n_queries: int, k: int) -> SearchResult:
+        if not parts:
+            return SearchResult.empty(n_queries, k)
+        return merge_top_k(parts, self.bases[:-1].tolist(), k)

@@ -1,0 +1,81 @@
+"""BM25 collection statistics over the live documents of every segment.
+
+Each segment's BM25 index has its own vocabulary and counts. A snapshot scores every segment
+with the statistics of the whole live collection: the number of live documents, their total
+length, and for each term the number of live documents holding it, summed over segments by
+term string. So a segment's scores equal those of one index freshly built over the live
+documents, and deleting or adding documents anywhere changes every score as it would there,
+with no postings rebuilt (Lucene and tantivy keep deleted documents in these statistics
+until a merge; here they never count).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.lexical.statistics import CollectionStats
+
+
+class TermMap:
+    """Engine-wide term ids: each segment's term ids mapped to one shared vocabulary.
+
+    Grows as segments are added (their new terms get new ids); never shrinks (a term whose
+    documents are all gone keeps its id with a live count of 0).
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def map(self, index: BM25Index) -> np.ndarray:
+        """int64 ``(index.num_terms,)``: the shared id of each of ``index``'s terms (new
+        terms get new ids)."""
+        ids = self._ids
+        out = np.empty(index.num_terms, dtype=np.int64)
+        for local, term in enumerate(index.terms):
+            out[local] = ids.setdefault(term, len(ids))
+        return out
+
+
+def scored_views(
+    indexes: Sequence[BM25Index],
+    term_maps: Sequence[np.ndarray],
+    live: Sequence[np.ndarray | None],
+    n_terms: int,
+) -> list[BM25Index]:
+    """Each of ``indexes`` scoring with the live collection's statistics.
+
+    Parameters
+    ----------
+    indexes : sequence of BM25Index
+        The segments' BM25 legs.
+    term_maps : sequence of numpy.ndarray
+        ``TermMap.map`` of each.
+    live : sequence of numpy.ndarray or None
+        Each segment's bool mask of live documents, None when all are live.
+    n_terms : int
+        ``len(TermMap)``.
+    """
+    live_counts = []
+    stats = CollectionStats(n_docs=0, total_length=0)
+    for index, mask in zip(indexes, live, strict=True):
+        if mask is None:
+            live_counts.append(index.doc_freqs)
+            stats = stats + index.statistics
+        else:
+            live_counts.append(index.live_doc_freqs(mask))
+            stats = stats + index.live_statistics(mask)
+    doc_freqs = np.zeros(n_terms, dtype=np.int64)
+    for counts, term_map in zip(live_counts, term_maps, strict=True):
+        np.add.at(doc_freqs, term_map, counts)
+    if stats.n_docs == 0:
+        return list(indexes)  # nothing is live: nothing will be scored
+    return [
+        index.with_statistics(stats, doc_freqs[term_map])
+        for index, term_map in zip(indexes, term_maps, strict=True)
+    ]

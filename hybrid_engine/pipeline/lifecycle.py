@@ -1,0 +1,171 @@
+"""The life of a ``HybridIndex`` after it is built: staging documents and deletions,
+committing them, merging segments, saving to and loading from an index directory, giving up
+its write lock (``live.state`` does the work)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from hybrid_engine.corpus import Document
+from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.live.state import LiveState
+from hybrid_engine.models.cross_encoder import CrossEncoder
+from hybrid_engine.pipeline.engine_format import read_engine
+from hybrid_engine.protocols import SparseEncoder, TextEncoder
+
+_Self = TypeVar("_Self", bound="Lifecycle")
+
+
+class Lifecycle:
+    """The methods of ``HybridIndex`` that change, save and load its ``_state``."""
+
+    _state: LiveState
+
+    def __init__(self, state: LiveState) -> None:
+        self._state = state
+
+    def add(self, documents: Iterable[Document]) -> int:
+        """Stage new documents; ``commit`` makes them searchable.
+
+        Parameters
+        ----------
+        documents : iterable of dict or str
+            ``{"_id", "title", "text", "metadata"}`` dicts (``live.documents``: other
+            top-level keys are metadata fields too). A document without ``_id`` gets the
+            next number as its id.
+
+        Returns
+        -------
+        int
+            Documents staged.
+
+        Raises
+        ------
+        ValueError
+            An id already in the index or staged (named; use ``upsert``), an id given twice,
+            a bad document or metadata value. Nothing is staged then.
+        """
+        return self._state.add(documents, replace=False)
+
+    def upsert(self, documents: Iterable[Document]) -> int:
+        """Stage documents, replacing those whose ids are already in the index (as ``add``
+        otherwise). A replaced document moves to the end of the collection's order."""
+        return self._state.add(documents, replace=True)
+
+    def delete(self, ids: Iterable[str], *, missing_ok: bool = False) -> int:
+        """Stage the deletion of documents by id; ``commit`` makes it visible.
+
+        Raises
+        ------
+        KeyError
+            Ids not in the index (nor staged), unless ``missing_ok``: then they are skipped.
+            Nothing is staged on an error.
+
+        Returns
+        -------
+        int
+            Documents deleted.
+        """
+        return self._state.delete(ids, missing_ok=missing_ok)
+
+    def commit(
+        self,
+        *,
+        embedding_cache: EmbeddingCache | None = None,
+        num_threads: int | None = None,
+        show_progress: bool = False,
+    ) -> None:
+        """Make the staged changes visible to searches from now on, and durable in the
+        directory the engine is attached to (``save``/``load``); then let the merge policy
+        (``live.merge_policy``) merge segments if needed.
+
+        The staged documents become a new segment (encoded now, through ``embedding_cache``
+        when given). BM25 statistics are those of the live documents after the commit, so
+        every score equals that of an index freshly built over them. A crash at any point
+        leaves the directory at this commit or the previous one, whole.
+        """
+        self._state.commit(
+            embedding_cache=embedding_cache, num_threads=num_threads, show_progress=show_progress
+        )
+
+    def merge(self, *, num_threads: int | None = None) -> None:
+        """Commit, then rewrite every segment into one without deleted documents (BM25
+        re-analyses the texts; dense and SPLADE reuse the stored vectors)."""
+        self._state.merge(num_threads=num_threads)
+
+    def close(self) -> None:
+        """Give up the index directory's write lock; staged changes are dropped."""
+        self._state.release()
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- persistence --------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the last commit to the new (or empty) directory ``path`` as a live index and
+        attach this engine to it: later commits go there (staged changes stay staged).
+
+        Raises
+        ------
+        FileExistsError
+            ``path`` exists and is not empty.
+        """
+        self._state.attach(Path(path))
+
+    @classmethod
+    def load(
+        cls: type[_Self],
+        path: str | os.PathLike[str],
+        *,
+        encoder: TextEncoder | None = None,
+        splade_encoder: SparseEncoder | None = None,
+        reranker: CrossEncoder | None = None,
+        num_threads: int | None = None,
+        mmap: bool = False,
+    ) -> _Self:
+        """Open the last commit of an index directory; the engine is attached to it.
+
+        Parameters
+        ----------
+        encoder : TextEncoder, optional
+            For the dense leg's text queries; it must be the model that built the index. None:
+            the prepared model the index recorded, e.g. ``Encoder.load("all-MiniLM-L6-v2",
+            variant="int8")`` (required for a leg built with an encoder of your own).
+        splade_encoder : SparseEncoder, optional
+            For the SPLADE leg, as ``encoder`` is for the dense one (``SpladeEncoder.load``).
+        reranker : CrossEncoder, optional
+            The cross-encoder of ``search(rerank=...)``, through its gate (``with_reranker``).
+        num_threads : int, optional
+            Threads of the default encoders (all cores when None).
+        mmap : bool
+            Memory-map the legs' arrays.
+
+        Raises
+        ------
+        IndexFormatError
+            A missing, corrupt or foreign directory, or one saved in an older format (the
+            message says how to rebuild).
+        ValueError
+            An encoder of another model than the leg's, or none for a leg built with an
+            encoder that is not a prepared model.
+        ModelNotFoundError
+            No encoder given, and the recorded model is not prepared here.
+        """
+        state = read_engine(
+            Path(path),
+            encoder=encoder,
+            splade_encoder=splade_encoder,
+            num_threads=num_threads,
+            mmap=mmap,
+        )
+        engine = cls(state)
+        if reranker is None:
+            return engine
+        return cast(Any, engine).with_reranker(reranker)  # HybridIndex's
