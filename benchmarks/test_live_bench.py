@@ -142,7 +142,7 @@ def test_merged_search_against_its_legs(benchmark, live, side: str) -> None:
         run = lambda: [merged.search([q], 10, num_threads=1) for q in queries]  # noqa: E731
     else:
         run = lambda: [by_hand(q) for q in queries]  # noqa: E731
-    np.testing.assert_array_equal(merged.search(queries[:3], 10).ids[0], by_hand(queries[0]).ids[0])
+    np.testing.assert_array_equal(merged.search([queries[0]], 10).ids, by_hand(queries[0]).ids)
     group = "live-merged-scifact-1q"
     benchmark.group = group
     benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)

@@ -477,3 +477,15 @@ class DenseIndex:
             saved.vectors, len(saved.doc_ids), saved.params, saved.ef_search, saved.graph
         )
         return cls(store, saved.doc_ids, encoder, saved.model_hash)
+
+
+def joined_exact(indexes: Sequence[DenseIndex]) -> DenseIndex:
+    """One exact-only index over the vectors of ``indexes`` (same metric and dimension), in
+    order, with positions as ids and no encoder: searching it equals searching each and
+    merging by score, ties by position (the vectors are copied as they are, not prepared
+    again)."""
+    first = indexes[0]
+    matrix = np.concatenate([index.vectors for index in indexes])
+    params = DenseParams(first.metric, first.m, first.ef_construction, len(matrix))
+    store = VectorStore(matrix, len(matrix), params, first.ef_search, None)
+    return DenseIndex(store, DocIds(len(matrix)), None, None)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.corpus import DocIds
+from hybrid_engine.dense.index import DenseIndex, joined_exact
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.statistics import TermMap, scored_views
@@ -192,11 +193,50 @@ class Snapshot:
     def search_dense(
         self, vectors: np.ndarray, k: int, num_threads: int | None, allowed: Masks
     ) -> SearchResult:
-        parts = []
-        for segment, mask in zip(self.segments, allowed, strict=True):
-            assert segment.dense is not None
-            parts.append(segment.dense.search(vectors, k, num_threads=num_threads, allowed=mask))
-        return self._merged(parts, len(vectors), k)
+        """Each run of segments searched as one (``_dense_runs``), merged by score."""
+        parts, bases = [], []
+        for start, stop, index in self._dense_runs:
+            masks = allowed[start:stop]
+            mask = None
+            if any(m is not None for m in masks):
+                mask = np.concatenate(
+                    [
+                        np.ones(len(self.segments[s]), bool) if m is None else m
+                        for s, m in zip(range(start, stop), masks, strict=True)
+                    ]
+                )
+            parts.append(index.search(vectors, k, num_threads=num_threads, allowed=mask))
+            bases.append(int(self.bases[start]))
+        if not parts:
+            return SearchResult.empty(len(vectors), k)
+        return merge_top_k(parts, bases, k)
+
+    @cached_property
+    def _dense_runs(self) -> list[tuple[int, int, DenseIndex]]:
+        """The dense legs as ``(first segment, stop, index)`` runs: a segment with an HNSW
+        graph alone, and consecutive exact-only segments (each at most ``exact_threshold``
+        vectors) joined into one exact index over their vectors, built on first use. A
+        search then pays one exact pass over them rather than one per segment; the vectors
+        are the segments' own, so every score, and the tie order, is the same."""
+        runs: list[tuple[int, int, DenseIndex]] = []
+        start = 0
+        while start < len(self.segments):
+            first = self.segments[start].dense
+            assert first is not None
+            stop = start + 1
+            if not first.uses_graph:
+                while stop < len(self.segments):
+                    dense = self.segments[stop].dense
+                    if dense is None or dense.uses_graph:
+                        break
+                    stop += 1
+            if stop - start == 1:
+                runs.append((start, stop, first))
+            else:
+                legs = [self.segments[s].dense for s in range(start, stop)]
+                runs.append((start, stop, joined_exact(legs)))  # type: ignore[arg-type]
+            start = stop
+        return runs
 
     def search_splade(
         self, vectors: SparseVectors, k: int, num_threads: int | None, allowed: Masks
