@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 
 from hybrid_engine import BM25Index
 from hybrid_engine.evaluation import load_corpus, load_queries
+from hybrid_engine.lexical import _formulas as formulas
 from hybrid_engine.lexical import _kernels as kernels
 from hybrid_engine.lexical import _topk as topk
 
-METHODS = sorted(kernels.METHODS)
+METHODS = sorted(formulas.METHODS)
 K_PATHS = (1, 5, topk.SMALL_K, topk.SMALL_K + 1, 100, 1000)  # sorted buffer | radix sort
 
 

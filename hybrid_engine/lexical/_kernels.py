@@ -1,12 +1,7 @@
-"""numba kernels for BM25: postings decoding and scoring.
+"""numba kernels for BM25 search: exhaustive top-k over the postings, sparse or dense.
 
-Postings layout (written by ``csrc/src/index_builder.cpp``, see ``csrc/include/hybrid_engine/
-postings.hpp``): the postings of term ``t`` are ``postings[posting_offsets[t]:
-posting_offsets[t + 1]]``, uint8, a run of (doc-id gap, term frequency) pairs, each a LEB128
-varint; doc ids ascend and the first gap is the first doc id itself.
-
-For speed, the postings can also be decoded once into an impact layout (``impacts_from_postings``):
-per posting a doc id and its precomputed term-frequency component.
+The postings are in either layout of ``_postings_decode``: the compressed varint runs, or the
+decoded impacts.
 
 Queries are CSR: query ``q`` has terms ``q_terms[q_offsets[q]:q_offsets[q + 1]]`` (int32, no
 repeats) weighted by ``q_weights`` (float32, the term's count in the query).
@@ -20,7 +15,10 @@ import numba
 import numpy as np
 
 # numba's on-disk cache (cache=True) keys a kernel on its own file only: after editing
-# _topk.py, delete hybrid_engine/lexical/__pycache__/*.nbi and *.nbc (or touch this file).
+# _formulas.py, _postings_decode.py or _topk.py, delete hybrid_engine/lexical/__pycache__/*.nbi
+# and *.nbc (or touch this file).
+from hybrid_engine.lexical._formulas import contribution
+from hybrid_engine.lexical._postings_decode import read_varint
 from hybrid_engine.lexical._topk import (
     SMALL_K,
     collect_range,
@@ -28,119 +26,6 @@ from hybrid_engine.lexical._topk import (
     select_top_k,
     top_k_radix,
 )
-
-METHODS = {"lucene": 0, "robertson": 1, "atire": 2, "bm25l": 3, "bm25+": 4}
-"""BM25 variants (Kamphuis et al., ECIR 2020) and their kernel codes."""
-
-
-def term_idf(doc_freqs: np.ndarray, n_docs: int, method: str) -> np.ndarray:
-    """Inverse document frequency of every term, float64, shape ``(n_terms,)``.
-
-    ``doc_freqs`` (any integer dtype) counts the documents holding each term among ``n_docs``.
-    ``robertson`` is clamped at 0 so that very common terms never lower a score. A term in no
-    document (possible with collection-wide counts, see ``BM25Index.with_statistics``) gets 0:
-    like a term absent from the index, it neither scores nor matches.
-    """
-    df = doc_freqs.astype(np.float64)
-    n = float(n_docs)
-    with np.errstate(divide="ignore"):  # df == 0 (atire, bm25+), replaced below
-        if method == "lucene":
-            idf = np.log1p((n - df + 0.5) / (df + 0.5))
-        elif method == "robertson":
-            idf = np.log(np.maximum((n - df + 0.5) / (df + 0.5), 1.0))
-        elif method == "atire":
-            idf = np.log(n / df)
-        elif method == "bm25l":
-            idf = np.log((n + 1.0) / (df + 0.5))
-        elif method == "bm25+":
-            idf = np.log((n + 1.0) / df)
-        else:
-            raise ValueError(f"unknown BM25 method {method!r}; choose one of {sorted(METHODS)}")
-    idf[df == 0.0] = 0.0
-    return idf
-
-
-def doc_factors(
-    doc_lengths: np.ndarray, avgdl: float, method: str, k1: float, b: float
-) -> np.ndarray:
-    """Per-document length factor the kernels divide by, float32, shape ``(n_docs,)``.
-
-    ``norm = 1 - b + b * |d| / avgdl``; the factor is ``norm`` for bm25l and ``k1 * norm`` for
-    the other variants. ``avgdl`` is the collection's ``total length / number of documents``
-    (``BM25Index`` computes it as exactly that division, so that an index given a
-    collection's statistics scores like one built over it); ``avgdl == 0`` (every document
-    empty) gives ``norm = 1``.
-    """
-    if avgdl == 0.0:
-        norm = np.ones(doc_lengths.shape, dtype=np.float64)
-    else:
-        norm = 1.0 - b + b * doc_lengths.astype(np.float64) / avgdl
-    return (norm if method == "bm25l" else k1 * norm).astype(np.float32)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _read_varint(postings, pos):
-    """One LEB128 varint at ``pos``: (value, position after it)."""
-    byte = postings[pos]
-    value = np.int64(byte & 0x7F)
-    pos += 1
-    shift = 7
-    while byte & 0x80:
-        byte = postings[pos]
-        value |= np.int64(byte & 0x7F) << shift
-        pos += 1
-        shift += 7
-    return value, pos
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _term_score(tf, factor, method, k1, delta):
-    """Term-frequency component of one posting; ``factor`` from ``doc_factors``."""
-    if method <= 1:  # lucene, robertson
-        return tf / (tf + factor)
-    if method == 2:  # atire
-        return tf * (k1 + 1.0) / (tf + factor)
-    if method == 3:  # bm25l
-        c = tf / factor
-        return (k1 + 1.0) * (c + delta) / (k1 + c + delta)
-    return (k1 + 1.0) * tf / (tf + factor) + delta  # bm25+
-
-
-@numba.njit(cache=True, nogil=True)
-def impacts_from_postings(posting_offsets, postings, doc_freqs, factors, method, k1, delta):
-    """Decode all postings into the impact layout: per posting its doc id and score factor.
-
-    Returns
-    -------
-    impact_offsets : numpy.ndarray
-        int64 ``(n_terms + 1,)``: term ``t`` owns entries ``impact_offsets[t]:
-        impact_offsets[t + 1]``.
-    impact_docs : numpy.ndarray
-        int32: doc ids, ascending within a term.
-    impacts : numpy.ndarray
-        float32: the term-frequency component (``_term_score``) of each posting; a query
-        term's contribution is ``weight * idf * impact``.
-    """
-    n_terms = doc_freqs.shape[0]
-    impact_offsets = np.zeros(n_terms + 1, dtype=np.int64)
-    for term in range(n_terms):
-        impact_offsets[term + 1] = impact_offsets[term] + doc_freqs[term]
-    impact_docs = np.empty(impact_offsets[n_terms], dtype=np.int32)
-    impacts = np.empty(impact_offsets[n_terms], dtype=np.float32)
-    for term in range(n_terms):
-        pos = posting_offsets[term]
-        end = posting_offsets[term + 1]
-        doc = np.int64(0)
-        i = impact_offsets[term]
-        while pos < end:
-            gap, pos = _read_varint(postings, pos)
-            tf, pos = _read_varint(postings, pos)
-            doc += gap
-            impact_docs[i] = doc
-            impacts[i] = _term_score(np.float64(tf), factors[doc], method, k1, delta)
-            i += 1
-    return impact_offsets, impact_docs, impacts
-
 
 WINDOW = 1 << 16
 """Documents per window of the dense path: its accumulator (512 KiB) stays in L2."""
@@ -164,13 +49,6 @@ def dense_work(n_docs: int, k: int) -> int:
 
 
 _END = np.int64(1) << 62  # cursor doc id past every real document
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _contribution(weight, tf, factor, method, k1, delta):
-    """One posting's score; rounded to float32 like the cached impacts, so both layouts give
-    bit-identical scores and the same order of near-ties."""
-    return weight * np.float32(_term_score(np.float64(tf), factor, method, k1, delta))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -198,12 +76,12 @@ def _accumulate_sparse(terms, weights, layout, scoring, acc, hits):
             end = posting_offsets[term + 1]
             doc = np.int64(0)
             while pos < end:
-                gap, pos = _read_varint(postings, pos)
-                tf, pos = _read_varint(postings, pos)
+                gap, pos = read_varint(postings, pos)
+                tf, pos = read_varint(postings, pos)
                 doc += gap
                 hits[n_hits] = doc
                 n_hits += acc[doc] == 0.0
-                acc[doc] += _contribution(weight, tf, factors[doc], method, k1, delta)
+                acc[doc] += contribution(weight, tf, factors[doc], method, k1, delta)
     return n_hits
 
 
@@ -242,10 +120,10 @@ def _accumulate_window(terms, weights, cursors, layout, scoring, base, stop, acc
             pos = cursor[j]
             end = posting_offsets[term + 1]
             while doc < stop:
-                acc[doc - base] += _contribution(weight, tf, factors[doc], method, k1, delta)
+                acc[doc - base] += contribution(weight, tf, factors[doc], method, k1, delta)
                 if pos < end:
-                    gap, pos = _read_varint(postings, pos)
-                    tf, pos = _read_varint(postings, pos)
+                    gap, pos = read_varint(postings, pos)
+                    tf, pos = read_varint(postings, pos)
                     doc += gap
                 else:
                     doc = _END
@@ -279,18 +157,18 @@ def search_batch(
     q_terms, q_weights, q_offsets : numpy.ndarray
         int32, float32, int64: the queries as CSR; ``q_offsets`` has ``n_queries + 1`` entries.
     idf : numpy.ndarray
-        float64 ``(n_terms,)`` from ``term_idf``.
+        float64 ``(n_terms,)`` from ``_formulas.term_idf``.
     doc_freqs : numpy.ndarray
         int32 ``(n_terms,)``: postings per term.
     layout : tuple
         ``(posting_offsets, postings, factors, impact_offsets, impact_docs, impacts,
         use_impacts)``: the compressed postings (int64 ``(n_terms + 1,)``, uint8) with the
-        float32 ``(n_docs,)`` output of ``doc_factors``, read when ``use_impacts`` is false;
-        the output of ``impacts_from_postings``, read when it is true (empty arrays
-        otherwise).
+        float32 ``(n_docs,)`` output of ``_formulas.doc_factors``, read when ``use_impacts``
+        is false; the output of ``_postings_decode.impacts_from_postings``, read when it is
+        true (empty arrays otherwise).
     scoring : tuple
-        ``(method, k1, delta)``: a code of ``METHODS`` and the BM25 parameters (``delta`` is
-        used by bm25l and bm25+ only).
+        ``(method, k1, delta)``: a code of ``_formulas.METHODS`` and the BM25 parameters
+        (``delta`` is used by bm25l and bm25+ only).
     allowed : numpy.ndarray or None
         bool ``(n_docs,)``: only documents with ``allowed[d]`` are hits. The others are
         accumulated like any document, and the selection skips them as candidates
@@ -354,8 +232,8 @@ def search_batch(
             else:
                 pos = posting_offsets[terms[j]]
                 if pos < posting_offsets[terms[j] + 1]:
-                    cursor_doc[j], pos = _read_varint(postings, pos)
-                    cursor_tf[j], pos = _read_varint(postings, pos)
+                    cursor_doc[j], pos = read_varint(postings, pos)
+                    cursor_tf[j], pos = read_varint(postings, pos)
                 cursor[j] = pos
         size = 0
         n_hits = 0
@@ -382,72 +260,3 @@ def search_batch(
             out_scores[q, :size] = buf_scores[:size]
         else:
             top_k_radix(hit_scores, hits, n_hits, k, out_ids[q], out_scores[q])
-
-
-@numba.njit(cache=True, nogil=True)
-def allowed_doc_freqs(layout, allowed):
-    """For each term, how many allowed documents hold it: int64 ``(n_terms,)``.
-
-    ``layout`` is as in ``search_batch`` (the impact entries when cached, else the varint
-    postings); ``allowed`` is bool ``(n_docs,)``.
-    """
-    posting_offsets, postings, _, impact_offsets, impact_docs, _, use_impacts = layout
-    n_terms = (impact_offsets if use_impacts else posting_offsets).shape[0] - 1
-    counts = np.zeros(n_terms, dtype=np.int64)
-    for term in range(n_terms):
-        count = 0
-        if use_impacts:
-            for i in range(impact_offsets[term], impact_offsets[term + 1]):
-                count += allowed[impact_docs[i]]
-        else:
-            pos = posting_offsets[term]
-            end = posting_offsets[term + 1]
-            doc = np.int64(0)
-            while pos < end:
-                gap, pos = _read_varint(postings, pos)
-                _, pos = _read_varint(postings, pos)
-                doc += gap
-                count += allowed[doc]
-        counts[term] = count
-    return counts
-
-
-@numba.njit(cache=True, nogil=True)
-def check_postings(posting_offsets, postings, doc_freqs, n_docs):
-    """First term whose postings are malformed, or -1 when all are well formed.
-
-    Well formed: every varint ends inside the term's byte run, doc ids ascend strictly and are
-    below ``n_docs``, frequencies are >= 1, and the count of postings equals ``doc_freqs``.
-    """
-    for term in range(doc_freqs.shape[0]):
-        pos = posting_offsets[term]
-        end = posting_offsets[term + 1]
-        if pos > end or end > postings.shape[0]:
-            return term
-        doc = np.int64(-1)
-        count = 0
-        while pos < end:
-            for _ in range(2):
-                value = np.int64(0)
-                shift = 0
-                while True:
-                    if pos >= end or shift > 28:
-                        return term
-                    byte = postings[pos]
-                    pos += 1
-                    value |= np.int64(byte & 0x7F) << shift
-                    shift += 7
-                    if not byte & 0x80:
-                        break
-                if _ == 0:
-                    if value == 0 and doc >= 0:
-                        return term
-                    doc = value if doc < 0 else doc + value
-                    if doc >= n_docs:
-                        return term
-                elif value == 0:
-                    return term
-            count += 1
-        if count != doc_freqs[term]:
-            return term
-    return -1

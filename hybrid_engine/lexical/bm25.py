@@ -5,75 +5,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, fields
-from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from hybrid_engine import _core
-from hybrid_engine.checks import check_allowed, check_k, check_queries, check_threads
-from hybrid_engine.corpus import DocIds, Document, iter_batches
+from hybrid_engine.checks import check_allowed, check_k, check_queries
+from hybrid_engine.corpus import DocIds, Document
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.lexical import _kernels as kernels
 from hybrid_engine.lexical.analysis import AnalyzerConfig
-from hybrid_engine.lexical.postings import PostingsSearcher
-from hybrid_engine.lexical.statistics import CollectionStats
+from hybrid_engine.lexical.bm25_build import index_corpus
+from hybrid_engine.lexical.bm25_format import read_index, write_index
+from hybrid_engine.lexical.bm25_params import BM25Params
+from hybrid_engine.lexical.bm25_scoring import bm25_searcher
+from hybrid_engine.lexical.statistics import CollectionStats, check_statistics
 from hybrid_engine.packed import PackedStrings
 from hybrid_engine.results import SearchResult
-from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
 
-FORMAT = "hybrid_engine.bm25"
-FORMAT_VERSION = 1
-_INDEX_ARRAYS = {
-    "vocab_bytes": np.uint8,
-    "vocab_offsets": np.int64,
-    "doc_freqs": np.int32,
-    "posting_offsets": np.int64,
-    "postings": np.uint8,
-    "doc_lengths": np.int32,
-}
 IMPACT_CACHE_MAX_BYTES = 2 << 30
 """``cache_impacts=None`` decodes postings into the 8-byte-per-posting impact layout when it
 takes at most this many bytes (and the index is not memory-mapped)."""
-_NO_IMPACTS = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
-
-
-@dataclass(frozen=True)
-class BM25Params:
-    """Scoring parameters, fixed when the index is built.
-
-    Parameters
-    ----------
-    method : {"lucene", "robertson", "atire", "bm25l", "bm25+"}
-        The BM25 variant (formulas as in Kamphuis et al., ECIR 2020).
-    k1 : float
-        Term-frequency saturation, >= 0.
-    b : float
-        Length normalisation, in [0, 1].
-    delta : float
-        Lower bound on a matching term's contribution (bm25l and bm25+ only), >= 0.
-    """
-
-    method: str = "lucene"
-    k1: float = 0.9
-    b: float = 0.4
-    delta: float = 0.5
-
-    def __post_init__(self) -> None:
-        if self.method not in kernels.METHODS:
-            raise ValueError(
-                f"unknown BM25 method {self.method!r}; choose one of {sorted(kernels.METHODS)}"
-            )
-        for name, low, high in (("k1", 0.0, np.inf), ("b", 0.0, 1.0), ("delta", 0.0, np.inf)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-            if not low <= value <= high:
-                raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
-
-
-_PARAM_NAMES = {f.name for f in fields(BM25Params)}
 
 
 class BM25Index:
@@ -122,31 +72,8 @@ class BM25Index:
                 arrays["doc_freqs"],
             )
         self._statistics, doc_freqs = statistics
-        self._idf = kernels.term_idf(doc_freqs, self._statistics.n_docs, params.method)
-        self._factors = kernels.doc_factors(
-            doc_lengths, self._statistics.avg_doc_length, params.method, params.k1, params.b
-        )
-        method = kernels.METHODS[params.method]
-        self._scoring = (method, float(params.k1), float(params.delta))
-        impacts = _NO_IMPACTS
-        if self._cache_impacts:
-            impacts = kernels.impacts_from_postings(
-                arrays["posting_offsets"],
-                arrays["postings"],
-                arrays["doc_freqs"],
-                self._factors,
-                *self._scoring,
-            )
-        # The kernels' view of the postings (see ``_kernels.search_batch``).
-        layout = (
-            arrays["posting_offsets"],
-            arrays["postings"],
-            self._factors,
-            *impacts,
-            self._cache_impacts,
-        )
-        self._searcher = PostingsSearcher(
-            self._idf, arrays["doc_freqs"], layout, self._scoring, len(doc_lengths)
+        self._searcher = bm25_searcher(
+            arrays, params, self._statistics, doc_freqs, self._cache_impacts
         )
 
     # -- construction -------------------------------------------------------------------------
@@ -198,19 +125,9 @@ class BM25Index:
         """
         params = BM25Params(method=method, k1=k1, b=b, delta=delta)
         analyzer = analyzer if analyzer is not None else AnalyzerConfig()
-        builder = _core.IndexBuilder(analyzer.to_core(), check_threads(num_threads))
-        ids: list[str | None] = []
-        total = len(corpus) if isinstance(corpus, Sequence) else None
-        with tqdm(total=total, unit="doc", desc="indexing", disable=not show_progress) as bar:
-            for texts, batch_ids in iter_batches(corpus, batch_size):
-                builder.add(texts)
-                ids.extend(batch_ids)
-                bar.update(len(texts))
-        if not ids:
-            raise ValueError("the corpus is empty; give at least one document")
-        arrays = builder.finish()
+        arrays, doc_ids = index_corpus(corpus, analyzer, num_threads, show_progress, batch_size)
         cache = _auto_cache(arrays, mmap=False) if cache_impacts is None else cache_impacts
-        return cls(arrays, params, analyzer, DocIds.from_list(ids), cache)
+        return cls(arrays, params, analyzer, doc_ids, cache)
 
     # -- properties ---------------------------------------------------------------------------
 
@@ -403,25 +320,7 @@ class BM25Index:
             ``stats.n_docs`` is 0, or ``doc_freqs`` has the wrong shape or a count outside
             ``[0, stats.n_docs]``.
         """
-        if not isinstance(stats, CollectionStats):
-            raise TypeError(f"stats must be a CollectionStats, got {type(stats).__name__}")
-        if stats.n_docs < 1:
-            raise ValueError("stats.n_docs must be >= 1: BM25 scores need at least one document")
-        if not isinstance(doc_freqs, np.ndarray) or doc_freqs.dtype != np.int64:
-            got = doc_freqs.dtype if isinstance(doc_freqs, np.ndarray) else type(doc_freqs)
-            raise TypeError(f"doc_freqs must be an int64 numpy array, got {got}")
-        if doc_freqs.shape != (self.num_terms,):
-            raise ValueError(
-                f"doc_freqs must have shape ({self.num_terms},), one count per term id of this "
-                f"index (aligned with its terms), got {doc_freqs.shape}"
-            )
-        bad = np.flatnonzero((doc_freqs < 0) | (doc_freqs > stats.n_docs))
-        if len(bad):
-            term = int(bad[0])
-            raise ValueError(
-                f"doc_freqs[{term}] (term {self.terms[term]!r}) is {int(doc_freqs[term])}, "
-                f"outside [0, stats.n_docs={stats.n_docs}]"
-            )
+        check_statistics(stats, doc_freqs, self.terms)
         return BM25Index(
             self._arrays,
             self._params,
@@ -448,20 +347,13 @@ class BM25Index:
                 "this index scores with collection statistics given to with_statistics, which "
                 "save does not record; save the index it was made from"
             )
-        arrays = {name: self._arrays[name] for name in _INDEX_ARRAYS}
-        arrays.update(self._doc_ids.arrays())
-        metadata: dict[str, Any] = {
-            "params": asdict(self._params),
-            "analyzer": self._analyzer.to_dict(),
-            "stats": {
-                "num_documents": self.num_documents,
-                "num_terms": self.num_terms,
-                "num_postings": self.num_postings,
-                "avg_doc_length": self.avg_doc_length,
-            },
-            "doc_ids": self._doc_ids.mode,
+        stats = {
+            "num_documents": self.num_documents,
+            "num_terms": self.num_terms,
+            "num_postings": self.num_postings,
+            "avg_doc_length": self.avg_doc_length,
         }
-        write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, arrays)
+        write_index(path, self._arrays, self._params, self._analyzer, self._doc_ids, stats)
 
     @classmethod
     def load(
@@ -492,23 +384,7 @@ class BM25Index:
         IndexFormatError
             The directory is missing, truncated, corrupt, or not a BM25 index of this format.
         """
-        manifest, arrays = read_index_dir(path, FORMAT, FORMAT_VERSION, mmap=mmap, verify=verify)
-        try:
-            saved_params = manifest["params"]
-            # Every parameter must be recorded: a missing one would silently take its default.
-            if not isinstance(saved_params, dict) or set(saved_params) != _PARAM_NAMES:
-                raise ValueError(f"params {saved_params!r} must set exactly {sorted(_PARAM_NAMES)}")
-            params = BM25Params(**saved_params)
-            analyzer = AnalyzerConfig.from_dict(manifest["analyzer"])
-            analyzer.to_core()
-            n_docs = int(manifest["stats"]["num_documents"])
-            saved_ids = manifest["doc_ids"]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise IndexFormatError(
-                f"{path}: bad manifest entry ({exc}); rebuild the index"
-            ) from None
-        _check_arrays(path, arrays, n_docs)
-        doc_ids = DocIds.from_saved(path, saved_ids, arrays, n_docs)
+        arrays, params, analyzer, doc_ids = read_index(path, mmap=mmap, verify=verify)
         cache = _auto_cache(arrays, mmap=mmap) if cache_impacts is None else cache_impacts
         try:
             return cls(arrays, params, analyzer, doc_ids, cache)
@@ -518,37 +394,3 @@ class BM25Index:
 
 def _auto_cache(arrays: dict[str, np.ndarray], *, mmap: bool) -> bool:
     return not mmap and 8 * int(arrays["doc_freqs"].sum()) <= IMPACT_CACHE_MAX_BYTES
-
-
-def _check_arrays(path: str | os.PathLike[str], arrays: dict[str, np.ndarray], n_docs: int) -> None:
-    """Raise IndexFormatError unless the arrays form a consistent index of ``n_docs`` docs."""
-
-    def fail(what: str) -> IndexFormatError:
-        return IndexFormatError(f"{path}: {what}; the index is corrupt, rebuild it")
-
-    expected = dict(_INDEX_ARRAYS)
-    if "doc_id_bytes" in arrays or "doc_id_offsets" in arrays:
-        expected.update(doc_id_bytes=np.uint8, doc_id_offsets=np.int64)
-    if set(arrays) != set(expected):
-        raise fail(f"expected arrays {sorted(expected)}, found {sorted(arrays)}")
-    for name, dtype in expected.items():
-        if arrays[name].dtype != dtype or arrays[name].ndim != 1:
-            raise fail(f"{name} is {arrays[name].dtype} with {arrays[name].ndim} dims")
-    n_terms = len(arrays["doc_freqs"])
-    if n_docs < 1 or len(arrays["doc_lengths"]) != n_docs:
-        raise fail(f"doc_lengths has {len(arrays['doc_lengths'])} entries for {n_docs} documents")
-    for offsets, data, count in (
-        ("vocab_offsets", "vocab_bytes", n_terms),
-        ("posting_offsets", "postings", n_terms),
-    ):
-        if not delimits(arrays[offsets], arrays[data], count):
-            raise fail(f"{offsets} does not delimit {data}")
-    if np.any(arrays["doc_lengths"] < 0) or np.any(arrays["doc_freqs"] < 1):
-        raise fail("negative document lengths or empty posting lists")
-    # Always, whatever ``verify`` says: the kernels index without bounds checks, so a
-    # malformed posting list must never reach them (one pass, ~17 ms per 10 MB of postings).
-    bad = kernels.check_postings(
-        arrays["posting_offsets"], arrays["postings"], arrays["doc_freqs"], n_docs
-    )
-    if bad >= 0:
-        raise fail(f"the postings of term {bad} are malformed")

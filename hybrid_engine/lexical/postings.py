@@ -12,6 +12,7 @@ import numpy as np
 from hybrid_engine._threads import default_threads, run_split
 from hybrid_engine.checks import check_allowed, check_threads
 from hybrid_engine.lexical import _kernels as kernels
+from hybrid_engine.lexical._postings_decode import allowed_doc_freqs
 from hybrid_engine.lexical.scratch import ScratchPool
 from hybrid_engine.results import SearchResult
 
@@ -114,4 +115,4 @@ class PostingsSearcher:
         """For each term, how many documents with ``allowed[d]`` hold it: int64
         ``(n_terms,)`` (``allowed`` checked by ``checks.check_allowed``)."""
         allowed = check_allowed(allowed, self._n_docs)
-        return kernels.allowed_doc_freqs(self._layout, allowed)
+        return allowed_doc_freqs(self._layout, allowed)

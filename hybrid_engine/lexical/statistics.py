@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,3 +48,37 @@ class CollectionStats:
         if not isinstance(other, CollectionStats):
             return NotImplemented
         return CollectionStats(self.n_docs + other.n_docs, self.total_length + other.total_length)
+
+
+def check_statistics(stats: CollectionStats, doc_freqs: np.ndarray, terms: Sequence[str]) -> None:
+    """Check a collection's statistics for an index of vocabulary ``terms`` to score with
+    (``BM25Index.with_statistics``): ``stats`` of at least one document, and ``doc_freqs``
+    int64 ``(len(terms),)`` with every count in ``[0, stats.n_docs]``.
+
+    Raises
+    ------
+    TypeError
+        ``stats`` is not a ``CollectionStats``, or ``doc_freqs`` not an int64 numpy array.
+    ValueError
+        ``stats.n_docs`` is 0, or ``doc_freqs`` has the wrong shape or a count outside
+        ``[0, stats.n_docs]``.
+    """
+    if not isinstance(stats, CollectionStats):
+        raise TypeError(f"stats must be a CollectionStats, got {type(stats).__name__}")
+    if stats.n_docs < 1:
+        raise ValueError("stats.n_docs must be >= 1: BM25 scores need at least one document")
+    if not isinstance(doc_freqs, np.ndarray) or doc_freqs.dtype != np.int64:
+        got = doc_freqs.dtype if isinstance(doc_freqs, np.ndarray) else type(doc_freqs)
+        raise TypeError(f"doc_freqs must be an int64 numpy array, got {got}")
+    if doc_freqs.shape != (len(terms),):
+        raise ValueError(
+            f"doc_freqs must have shape ({len(terms)},), one count per term id of this "
+            f"index (aligned with its terms), got {doc_freqs.shape}"
+        )
+    bad = np.flatnonzero((doc_freqs < 0) | (doc_freqs > stats.n_docs))
+    if len(bad):
+        term = int(bad[0])
+        raise ValueError(
+            f"doc_freqs[{term}] (term {terms[term]!r}) is {int(doc_freqs[term])}, "
+            f"outside [0, stats.n_docs={stats.n_docs}]"
+        )

@@ -9,7 +9,7 @@ namespace hybrid_engine {
 /// Postings of one term are a byte run of (doc-id gap, term frequency) pairs, each a LEB128
 /// varint (7 bits per byte, high bit set = more bytes follow). Doc ids ascend; the first gap
 /// is the first doc id itself, every later gap is >= 1; term frequencies are >= 1. The numba
-/// kernels (hybrid_engine/_bm25_kernels.py) decode the same layout.
+/// kernels (hybrid_engine/lexical/_postings_decode.py, _kernels.py) decode the same layout.
 
 /// Bytes that write_varint uses for `value`.
 inline std::size_t varint_size(uint32_t value) noexcept {

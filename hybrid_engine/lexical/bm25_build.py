@@ -1,0 +1,50 @@
+"""Indexing a corpus: its documents analysed in batches by the C++ index builder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from hybrid_engine import _core
+from hybrid_engine.checks import check_threads
+from hybrid_engine.corpus import DocIds, Document, iter_batches
+from hybrid_engine.lexical.analysis import AnalyzerConfig
+
+
+def index_corpus(
+    corpus: Iterable[Document],
+    analyzer: AnalyzerConfig,
+    num_threads: int | None,
+    show_progress: bool,
+    batch_size: int,
+) -> tuple[dict[str, np.ndarray], DocIds]:
+    """The index arrays and document ids of a corpus (arguments as in ``BM25Index.build``).
+
+    Returns
+    -------
+    arrays : dict of numpy.ndarray
+        The C++ builder's arrays: vocabulary, document frequencies, postings and document
+        lengths.
+    doc_ids : DocIds
+        The corpus ``_id`` of each position.
+
+    Raises
+    ------
+    ValueError
+        Empty corpus, duplicate or partly missing ``_id``s.
+    TypeError
+        A document that is not ``str`` or a dict of ``str``.
+    """
+    builder = _core.IndexBuilder(analyzer.to_core(), check_threads(num_threads))
+    ids: list[str | None] = []
+    total = len(corpus) if isinstance(corpus, Sequence) else None
+    with tqdm(total=total, unit="doc", desc="indexing", disable=not show_progress) as bar:
+        for texts, batch_ids in iter_batches(corpus, batch_size):
+            builder.add(texts)
+            ids.extend(batch_ids)
+            bar.update(len(texts))
+    if not ids:
+        raise ValueError("the corpus is empty; give at least one document")
+    return builder.finish(), DocIds.from_list(ids)
