@@ -25,13 +25,14 @@ from hybrid_engine.dense.encoding import (
     encode_queries,
 )
 from hybrid_engine.dense.format import read_dense, write_dense
+from hybrid_engine.dense.growth import DenseGrowth
 from hybrid_engine.dense.params import DEFAULT_EF_SEARCH, DEFAULT_EXACT_THRESHOLD, DenseParams
 from hybrid_engine.dense.store import VectorStore
 from hybrid_engine.protocols import TextEncoder
 from hybrid_engine.results import SearchResult
 
 
-class DenseIndex:
+class DenseIndex(DenseGrowth):
     """Nearest-neighbour search over document vectors by cosine similarity or inner product.
 
     Build one with ``DenseIndex.build`` (texts and an encoder), ``DenseIndex.from_vectors``, or
@@ -52,20 +53,6 @@ class DenseIndex:
     Memory: the vectors are held once as a float32 array and once more inside the graph (when
     there is one); a saved index stores both.
     """
-
-    def __init__(
-        self,
-        store: VectorStore,
-        doc_ids: DocIds,
-        encoder: TextEncoder | None,
-        model_hash: str | None,
-    ) -> None:
-        """Private: use ``build``, ``from_vectors`` or ``load``. Everything is already checked;
-        ``store`` holds one vector per id of ``doc_ids``."""
-        self._store = store
-        self._doc_ids = doc_ids
-        self._encoder = encoder
-        self._model_hash = model_hash
 
     # -- construction -------------------------------------------------------------------------
 
@@ -191,87 +178,6 @@ class DenseIndex:
         store = VectorStore.create(matrix, len(doc_ids), params, ef_search, threads)
         return cls(store, doc_ids, encoder, model_hash)
 
-    # -- properties ---------------------------------------------------------------------------
-
-    @property
-    def dim(self) -> int:
-        """Length of the vectors."""
-        return int(self._store.vectors.shape[1])
-
-    @property
-    def metric(self) -> str:
-        """``"cosine"`` or ``"ip"``."""
-        return self._store.params.metric
-
-    @property
-    def num_documents(self) -> int:
-        return len(self._doc_ids)
-
-    def __len__(self) -> int:
-        return self.num_documents
-
-    @property
-    def doc_ids(self) -> DocIds:
-        """``doc_ids[position]``: the id of a result position."""
-        return self._doc_ids
-
-    @property
-    def vectors(self) -> np.ndarray:
-        """float32 ``(num_documents, dim)``, read-only: unit rows under cosine."""
-        return self._store.vectors
-
-    @property
-    def m(self) -> int:
-        """HNSW graph degree (hnswlib's ``M``)."""
-        return self._store.params.m
-
-    @property
-    def ef_construction(self) -> int:
-        return self._store.params.ef_construction
-
-    @property
-    def exact_threshold(self) -> int:
-        """Up to this many vectors, no graph: every search is exact."""
-        return self._store.params.exact_threshold
-
-    @property
-    def ef_search(self) -> int:
-        """HNSW search-time candidate list size (at least ``k`` is used). Saved with the index.
-
-        Setting it is not thread-safe: do not set it while another thread searches.
-        """
-        return self._store.ef_search
-
-    @ef_search.setter
-    def ef_search(self, value: int) -> None:
-        self._store.ef_search = value
-
-    @property
-    def uses_graph(self) -> bool:
-        """Whether searches go through the HNSW graph (False: always exact)."""
-        return self._store.graph is not None
-
-    @property
-    def encoder(self) -> TextEncoder | None:
-        """The text encoder, or None (then only vector queries and adds)."""
-        return self._encoder
-
-    @property
-    def encoder_model_hash(self) -> str | None:
-        """``model_hash`` of the encoder that produced the vectors, when known."""
-        return self._model_hash
-
-    def __repr__(self) -> str:
-        search = (
-            f"HNSW m={self.m} ef_construction={self.ef_construction} ef_search={self.ef_search}"
-            if self.uses_graph
-            else "exact"
-        )
-        return (
-            f"DenseIndex({self.num_documents} documents, dim={self.dim}, "
-            f"metric={self.metric!r}, {search})"
-        )
-
     # -- search -------------------------------------------------------------------------------
 
     def search(
@@ -341,81 +247,6 @@ class DenseIndex:
             return SearchResult.empty(0, k)
         matrix = _vectors.prepare(queries, "query vectors", self.metric, self.dim)
         return self._store.search(matrix, k, exact, threads, allowed)
-
-    # -- growth -------------------------------------------------------------------------------
-
-    def add(
-        self,
-        documents: Iterable[Document] | np.ndarray,
-        *,
-        ids: Sequence[str] | None = None,
-        batch_size: int = 64,
-        num_threads: int | None = None,
-        show_progress: bool = False,
-        embedding_cache: EmbeddingCache | None = None,
-    ) -> None:
-        """Append documents (texts, encoded with the index's encoder) or vectors.
-
-        New documents take the next positions. Crossing ``exact_threshold`` builds the graph.
-        All or nothing: on an error nothing is added.
-
-        Parameters
-        ----------
-        documents : iterable of str or dict, or numpy.ndarray
-            Documents as in ``build``, or (a ``numpy.ndarray``) vectors of shape ``(dim,)`` or
-            ``(n, dim)``.
-        ids : sequence of str, optional
-            With vectors only: their ids, required when the index has ids, refused when its
-            ids are positions. Documents carry theirs in ``"_id"`` under the same rule.
-        batch_size, num_threads, show_progress, embedding_cache
-            As in ``build``.
-
-        Raises
-        ------
-        ValueError, TypeError
-            As in ``build`` and ``from_vectors``; also: texts without an encoder, vectors of
-            another dimension, ids that repeat an indexed id or break the index's id mode.
-
-        Notes
-        -----
-        Not thread-safe. With ids, checking uniqueness reads all indexed ids: add in batches.
-        """
-        threads = check_threads(num_threads)
-        if isinstance(documents, np.ndarray):
-            matrix = _vectors.prepare(documents, "vectors", self.metric, self.dim)
-            new_ids = _vectors.added_ids(ids, len(matrix), self._doc_ids.explicit)
-        else:
-            if ids is not None:
-                raise ValueError("ids= goes with vectors; documents carry their ids in '_id'")
-            encoder = self._require_encoder("add texts")
-            batch_size = check_int("batch_size", batch_size, 1)
-            buffer, new_ids = encode_corpus(
-                encoder,
-                documents,
-                self.dim,
-                batch_size,
-                self.metric,
-                show_progress,
-                embedding_cache,
-            )
-            matrix = buffer[: len(new_ids)]
-        self._append(matrix, self._doc_ids.append(new_ids), threads)
-
-    def _append(self, matrix: np.ndarray, doc_ids: DocIds, num_threads: int) -> None:
-        """Add prepared rows whose ids are already in ``doc_ids`` (all or nothing)."""
-        self._store.append(matrix, num_threads)
-        self._doc_ids = doc_ids
-
-    # -- helpers ------------------------------------------------------------------------------
-
-    def _require_encoder(self, action: str) -> TextEncoder:
-        if self._encoder is None:
-            raise ValueError(
-                f"cannot {action}: this index has no text encoder (it was built from vectors or "
-                "loaded without one); pass encoder= to DenseIndex.load or from_vectors, or use "
-                "vectors"
-            )
-        return self._encoder
 
     # -- persistence --------------------------------------------------------------------------
 

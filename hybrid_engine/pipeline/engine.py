@@ -12,12 +12,11 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hybrid_engine.checks import check_int, check_k, check_queries, check_texts
+from hybrid_engine.checks import check_queries, check_texts
 from hybrid_engine.corpus import DocIds, Document, document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
@@ -28,16 +27,10 @@ from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.cross_encoder import CrossEncoder
-from hybrid_engine.packed import PackedStrings
+from hybrid_engine.pipeline.engine_attributes import EngineAttributes
 from hybrid_engine.pipeline.engine_format import engine_config, leg_config
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
-from hybrid_engine.pipeline.legs import (
-    DEFAULT_RETRIEVERS,
-    Legs,
-    check_legs,
-    check_retrievers,
-    leg_weights,
-)
+from hybrid_engine.pipeline.legs import DEFAULT_RETRIEVERS, Legs, check_legs, check_retrievers
 from hybrid_engine.pipeline.lifecycle import Lifecycle
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
 from hybrid_engine.pipeline.stages import HybridResult, Models, SearchPlan, run_search
@@ -52,7 +45,7 @@ class RerankerRefusedWarning(UserWarning):
     """A cross-encoder failed its validation gate; the engine serves the fused ranking."""
 
 
-class HybridIndex(Lifecycle):
+class HybridIndex(Lifecycle, EngineAttributes):
     """BM25, dense and SPLADE retrieval (any of them) over one live collection, fused into
     one ranking.
 
@@ -237,83 +230,6 @@ class HybridIndex(Lifecycle):
                 warnings.warn(engine._verdict.message, RerankerRefusedWarning, stacklevel=2)
         return engine
 
-    @property
-    def reranker(self) -> CrossEncoder | None:
-        """The cross-encoder given, refused or not (see ``reranker_verdict``)."""
-        return self._reranker
-
-    @property
-    def reranker_verdict(self) -> RerankerVerdict | None:
-        """The gate's decision about ``reranker``: used or not, the blend, and why."""
-        return self._verdict
-
-    @property
-    def texts(self) -> PackedStrings:
-        """The text of every position (title and text), as the cross-encoder reads it
-        (deleted documents keep their positions until a merge)."""
-        return self._state.snapshot.texts
-
-    @property
-    def titles(self) -> PackedStrings:
-        """The title of every position, ``""`` where it has none."""
-        return self._state.snapshot.titles
-
-    @property
-    def retrievers(self) -> tuple[str, ...]:
-        """The retrievers this index combines."""
-        return self._state.config.retrievers
-
-    @property
-    def bm25(self) -> BM25Index | None:
-        """The BM25 leg of an index of one segment without deletions (``merge`` first)."""
-        return self._only_segment().bm25
-
-    @property
-    def dense(self) -> DenseIndex | None:
-        """The dense leg of an index of one segment without deletions (``merge`` first)."""
-        return self._only_segment().dense
-
-    @property
-    def splade(self) -> SpladeIndex | None:
-        """The SPLADE leg of an index of one segment without deletions (``merge`` first)."""
-        return self._only_segment().splade
-
-    @property
-    def doc_ids(self) -> DocIds:
-        """The ``_id`` of every position of the last commit (deleted documents keep their
-        positions until a merge; results never hold them)."""
-        return self._state.snapshot.doc_ids
-
-    @property
-    def num_segments(self) -> int:
-        """Segments of the last commit."""
-        return len(self._state.snapshot.segments)
-
-    @property
-    def path(self) -> Path | None:
-        """The index directory this engine commits to (None: in memory only)."""
-        return self._state.path
-
-    def __len__(self) -> int:
-        """Live documents of the last commit."""
-        return self._state.snapshot.num_live
-
-    def __repr__(self) -> str:
-        return (
-            f"HybridIndex({len(self)} documents, {self.num_segments} segment(s), "
-            f"retrievers={list(self.retrievers)})"
-        )
-
-    def _only_segment(self) -> Segment:
-        snapshot = self._state.snapshot
-        if len(snapshot.segments) != 1 or snapshot.live[0] is not None:
-            raise ValueError(
-                f"the index has {len(snapshot.segments)} segment(s) and deletions may be "
-                "pending in them, so no single leg holds it; call merge() first, or search "
-                "through HybridIndex.search"
-            )
-        return snapshot.segments[0]
-
     def search(
         self,
         queries: str | Sequence[str] | np.ndarray,
@@ -382,34 +298,24 @@ class HybridIndex(Lifecycle):
             not combine (ValueError) or that are not a dict (TypeError).
         """
         texts = check_queries(queries)
-        plan_weights = leg_weights(weights, self.retrievers)
-        if mmr is not None and "dense" not in self.retrievers:
-            raise ValueError(
-                "mmr needs the dense retriever; build with retrievers=('bm25', 'dense')"
-            )
-        if rerank is not None and self._reranker is None:
-            raise ValueError(
-                "rerank needs a cross-encoder: pass reranker=CrossEncoder.load(...) to build or "
-                "load, or use engine.with_reranker(...)"
-            )
-        where = Filter.compile(filter) if filter is not None else None
-        verdict = self._verdict if rerank is not None else None
-        reranking = verdict is not None and verdict.use  # refused: serve the fused ranking
-        k = check_k(k)
-        plan = SearchPlan(
-            k=k,
+        plan = SearchPlan.checked(
+            k,
             fusion=fusion,
-            weights=plan_weights,
-            depth=check_int("depth", depth, 1),
-            rerank=check_int("rerank", rerank, 1) if reranking else None,
-            blend=blend if blend is not None or verdict is None else verdict.blend,
+            weights=weights,
+            depth=depth,
+            rerank=rerank,
+            blend=blend,
             mmr=mmr,
-            mmr_pool=max(k, check_int("mmr_candidates", mmr_candidates, 1)),
+            mmr_candidates=mmr_candidates,
+            filter=filter,
+            retrievers=self.retrievers,
+            verdict=self._verdict,
         )
         state = self._state
         snapshot = state.snapshot  # one commit for the whole search
-        models = Models(state.encoder, state.splade_encoder, self._reranker if reranking else None)
-        allowed = snapshot.allowed(where)
+        reranker = self._reranker if plan.rerank is not None else None
+        models = Models(state.encoder, state.splade_encoder, reranker)
+        allowed = snapshot.allowed(plan.where)
         return run_search(plan, snapshot, self.retrievers, texts, models, allowed, num_threads)
 
 

@@ -8,16 +8,19 @@ reranking and MMR never see them.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from hybrid_engine.checks import nonblank_rows
+from hybrid_engine.checks import check_int, check_k, nonblank_rows
 from hybrid_engine.live.snapshot import Hit, Masks, Snapshot
+from hybrid_engine.metadata import Filter
 from hybrid_engine.pipeline.fusion import fuse
+from hybrid_engine.pipeline.legs import leg_weights
 from hybrid_engine.pipeline.mmr import mmr
-from hybrid_engine.pipeline.rerank import rerank
+from hybrid_engine.pipeline.rerank import RerankerVerdict, rerank
 from hybrid_engine.protocols import PairScorer, SparseEncoder, TextEncoder
 from hybrid_engine.results import PAD_ID, SearchResult
 
@@ -67,7 +70,7 @@ class HybridResult(SearchResult):
 
 @dataclass(frozen=True)
 class SearchPlan:
-    """What one search runs, every parameter already checked (``HybridIndex.search``
+    """What one search runs, every parameter already checked (``checked``; ``HybridIndex.search``
     documents them).
 
     Attributes
@@ -88,6 +91,8 @@ class SearchPlan:
         MMR's lambda; None: no MMR.
     mmr_pool : int
         Candidates MMR picks ``k`` from, >= ``k``.
+    where : Filter or None
+        The documents searched, compiled; None: all of them.
     """
 
     k: int
@@ -98,6 +103,58 @@ class SearchPlan:
     blend: float | None
     mmr: float | None
     mmr_pool: int
+    where: Filter | None
+
+    @classmethod
+    def checked(
+        cls,
+        k: int,
+        *,
+        fusion: str,
+        weights: Mapping[str, float] | None,
+        depth: int,
+        rerank: int | None,
+        blend: float | None,
+        mmr: float | None,
+        mmr_candidates: int,
+        filter: Mapping[str, Any] | Filter | None,
+        retrievers: tuple[str, ...],
+        verdict: RerankerVerdict | None,
+    ) -> SearchPlan:
+        """The plan of ``HybridIndex.search``'s parameters (documented there) for an engine
+        of ``retrievers`` whose reranker got ``verdict`` from its gate (None: no reranker).
+        A reranker the gate refused leaves ``rerank`` None: the fused ranking is served.
+
+        Raises
+        ------
+        ValueError, TypeError
+            As ``HybridIndex.search`` raises them for bad parameters.
+        """
+        plan_weights = leg_weights(weights, retrievers)
+        if mmr is not None and "dense" not in retrievers:
+            raise ValueError(
+                "mmr needs the dense retriever; build with retrievers=('bm25', 'dense')"
+            )
+        if rerank is not None and verdict is None:
+            raise ValueError(
+                "rerank needs a cross-encoder: pass reranker=CrossEncoder.load(...) to build or "
+                "load, or use engine.with_reranker(...)"
+            )
+        where = Filter.compile(filter) if filter is not None else None
+        verdict = verdict if rerank is not None else None
+        reranking = verdict is not None and verdict.use  # refused: serve the fused ranking
+        k = check_k(k)
+        return cls(
+            k=k,
+            fusion=fusion,
+            weights=plan_weights,
+            depth=check_int("depth", depth, 1),
+            rerank=check_int("rerank", rerank, 1) if reranking else None,
+            blend=blend if blend is not None or verdict is None else verdict.blend,
+            mmr=mmr,
+            mmr_pool=max(k, check_int("mmr_candidates", mmr_candidates, 1)),
+            where=where,
+        )
 
     @property
     def candidates(self) -> int:

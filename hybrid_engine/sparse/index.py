@@ -16,34 +16,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
 from hybrid_engine import _core
 from hybrid_engine.checks import check_allowed, check_k, check_queries, nonblank_rows
 from hybrid_engine.corpus import ENCODE_CHUNK, DocIds, Document, iter_batches
-from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.lexical.postings import PostingsSearcher
 from hybrid_engine.protocols import SparseEncoder
 from hybrid_engine.results import SearchResult, SparseVectors
-from hybrid_engine.sparse.vectors import (
-    IMPACT_LEVELS,
-    check_scale,
-    check_vectors,
-    default_scale,
-    quantize,
-)
-from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
-
-FORMAT = "hybrid_engine.splade"
-FORMAT_VERSION = 1
-_INDEX_ARRAYS = {"posting_offsets": np.int64, "doc_ids": np.int32, "impacts": np.uint8}
-_NO_BYTES = np.zeros(0, np.uint8)
-_NO_FACTORS = np.zeros(0, np.float32)
+from hybrid_engine.sparse.attributes import SpladeAttributes
+from hybrid_engine.sparse.format import INDEX_ARRAYS, read_splade, write_splade
+from hybrid_engine.sparse.vectors import check_scale, check_vectors, default_scale, quantize
 
 
-class SpladeIndex:
+class SpladeIndex(SpladeAttributes):
     """An immutable learned-sparse (SPLADE) index over a fixed corpus.
 
     Build one with ``SpladeIndex.build`` (from texts), ``SpladeIndex.from_vectors`` (from
@@ -54,39 +40,6 @@ class SpladeIndex:
     Thread-safe: ``search`` may run from many threads at once (ONNX Runtime and the numba
     scoring release the GIL).
     """
-
-    def __init__(
-        self,
-        arrays: dict[str, np.ndarray],
-        scale: float,
-        doc_ids: DocIds,
-        encoder: SparseEncoder,
-        model_hash: str,
-    ) -> None:
-        """Private: use ``build``, ``from_vectors`` or ``load``. ``arrays`` must already be
-        validated."""
-        self._arrays = arrays
-        self._scale = float(scale)
-        self._doc_ids = doc_ids
-        self._encoder = encoder
-        self._model_hash = model_hash
-        offsets = arrays["posting_offsets"]
-        self._doc_freqs = np.diff(offsets).astype(np.int32)
-        # The BM25 kernels' impact layout: a term's weight is q_w * idf[t], here the scale.
-        self._term_scale = np.full(len(self._doc_freqs), self._scale, np.float64)
-        layout = (
-            offsets,
-            _NO_BYTES,
-            _NO_FACTORS,
-            offsets,
-            arrays["doc_ids"],
-            arrays["impacts"].astype(np.float32),
-            True,
-        )
-        # (method, k1, delta) are unused by the impact layout.
-        self._searcher = PostingsSearcher(
-            self._term_scale, self._doc_freqs, layout, (0, 0.0, 0.0), len(doc_ids)
-        )
 
     # -- construction -------------------------------------------------------------------------
 
@@ -238,110 +191,8 @@ class SpladeIndex:
             quantize(vectors.weights, scale),
             int(encoder.vocab_size),
         )
-        arrays = {name: inverted[name] for name in _INDEX_ARRAYS}
+        arrays = {name: inverted[name] for name in INDEX_ARRAYS}
         return cls(arrays, scale, doc_ids, encoder, encoder.model_hash)
-
-    # -- properties ---------------------------------------------------------------------------
-
-    @property
-    def doc_ids(self) -> DocIds:
-        """``doc_ids[position]``: the corpus ``_id`` of a result position."""
-        return self._doc_ids
-
-    @property
-    def num_documents(self) -> int:
-        return len(self._doc_ids)
-
-    @property
-    def vocab_size(self) -> int:
-        """Number of vocabulary terms (the encoder's)."""
-        return len(self._doc_freqs)
-
-    @property
-    def num_postings(self) -> int:
-        return len(self._arrays["doc_ids"])
-
-    @property
-    def scale(self) -> float:
-        """Weight of impact 1: a posting's weight is ``impact * scale``."""
-        return self._scale
-
-    @property
-    def encoder(self) -> SparseEncoder:
-        """The encoder of the queries."""
-        return self._encoder
-
-    @property
-    def model_hash(self) -> str:
-        """``model_hash`` of the encoder that built the index."""
-        return self._model_hash
-
-    def postings(self, term: int) -> tuple[np.ndarray, np.ndarray]:
-        """Doc ids (int32, ascending) and uint8 impacts of one term id's postings."""
-        start, end = self._arrays["posting_offsets"][term : term + 2]
-        return self._arrays["doc_ids"][start:end], self._arrays["impacts"][start:end]
-
-    def document_vectors(self, positions: np.ndarray | None = None) -> SparseVectors:
-        """The indexed vectors of documents, from the postings: what ``from_vectors`` reads.
-
-        Parameters
-        ----------
-        positions : numpy.ndarray, optional
-            1-d integer array of document positions in ``[0, num_documents)``, the rows to
-            return in that order; None: every document.
-
-        Returns
-        -------
-        SparseVectors
-            One row per position, terms ascending, weights float32 ``impact * scale`` (the
-            quantized weights the scores use; a document whose weights all quantized to 0 has
-            an empty row). ``from_vectors(document_vectors(), scale=scale)`` reproduces these
-            impacts exactly.
-
-        Raises
-        ------
-        TypeError
-            ``positions`` is not a 1-d integer array.
-        IndexError
-            A position outside ``[0, num_documents)``.
-        """
-        n_docs = self.num_documents
-        # Term-major postings inverted again: each term's doc ids become a document's terms.
-        rows = _core.invert_impacts(
-            self._arrays["posting_offsets"],
-            self._arrays["doc_ids"],
-            self._arrays["impacts"],
-            n_docs,
-        )
-        offsets, terms, impacts = rows["posting_offsets"], rows["doc_ids"], rows["impacts"]
-        if positions is not None:
-            positions = np.asarray(positions)
-            if positions.ndim != 1 or positions.dtype.kind not in "iu":
-                raise TypeError(
-                    f"positions must be a 1-d integer array, got shape {positions.shape} and "
-                    f"dtype {positions.dtype}"
-                )
-            outside = (positions < 0) | (positions >= n_docs)
-            if outside.any():
-                raise IndexError(
-                    f"position {positions[outside][0]} out of range for {n_docs} documents"
-                )
-            starts, counts = offsets[positions], np.diff(offsets)[positions]
-            offsets = np.zeros(len(positions) + 1, np.int64)
-            np.cumsum(counts, out=offsets[1:])
-            take = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1])
-            terms, impacts = terms[take], impacts[take]
-        weights = (impacts.astype(np.float64) * self._scale).astype(np.float32)
-        return SparseVectors(offsets, terms, weights)
-
-    def __len__(self) -> int:
-        return self.num_documents
-
-    def __repr__(self) -> str:
-        return (
-            f"SpladeIndex({self.num_documents} documents, {self.num_postings} postings, "
-            f"scale={self.scale:.4g})"
-        )
 
     # -- search -------------------------------------------------------------------------------
 
@@ -420,19 +271,9 @@ class SpladeIndex:
         ``impacts``), the ids (when given) and a manifest with the quantization scale, the
         counts and the encoder's ``model_hash``.
         """
-        arrays = {name: self._arrays[name] for name in _INDEX_ARRAYS}
-        arrays.update(self._doc_ids.arrays())
-        metadata: dict[str, Any] = {
-            "quantization": {"scale": self._scale, "levels": IMPACT_LEVELS, "dtype": "uint8"},
-            "stats": {
-                "num_documents": self.num_documents,
-                "vocab_size": self.vocab_size,
-                "num_postings": self.num_postings,
-            },
-            "doc_ids": self._doc_ids.mode,
-            "encoder_model_hash": self._model_hash,
-        }
-        write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, arrays)
+        write_splade(
+            path, self._arrays, self._scale, self._doc_ids, self.vocab_size, self._model_hash
+        )
 
     @classmethod
     def load(
@@ -466,26 +307,8 @@ class SpladeIndex:
         ModelNotFoundError
             ``encoder`` is None and the SPLADE model is not prepared.
         """
-        manifest, arrays = read_index_dir(path, FORMAT, FORMAT_VERSION, mmap=mmap, verify=verify)
-        try:
-            quantization = manifest["quantization"]
-            scale = float(quantization["scale"])
-            if quantization["levels"] != IMPACT_LEVELS or quantization["dtype"] != "uint8":
-                raise ValueError(f"quantization {quantization!r}")
-            if not np.isfinite(scale) or scale <= 0:
-                raise ValueError(f"scale {scale}")
-            n_docs = int(manifest["stats"]["num_documents"])
-            vocab_size = int(manifest["stats"]["vocab_size"])
-            saved_ids = manifest["doc_ids"]
-            model_hash = manifest["encoder_model_hash"]
-            if not isinstance(model_hash, str):
-                raise ValueError(f"encoder_model_hash is {model_hash!r}, not a str")
-        except (KeyError, TypeError, ValueError) as exc:
-            raise IndexFormatError(
-                f"{path}: bad manifest entry ({exc}); rebuild the index"
-            ) from None
-        _check_arrays(path, arrays, n_docs, vocab_size, "doc_id_bytes" in arrays)
-        doc_ids = DocIds.from_saved(path, saved_ids, arrays, n_docs)
+        saved = read_splade(path, mmap=mmap, verify=verify)
+        model_hash, vocab_size = saved.model_hash, saved.vocab_size
         if encoder is None:
             from hybrid_engine.models.splade import SpladeEncoder
 
@@ -497,40 +320,4 @@ class SpladeIndex:
                 f"({encoder.vocab_size} terms): its query vectors would not match; load with the "
                 "encoder that built the index, or rebuild the index with this one"
             )
-        index_arrays = {name: arrays[name] for name in _INDEX_ARRAYS}
-        return cls(index_arrays, scale, doc_ids, encoder, model_hash)
-
-
-def _check_arrays(
-    path: str | os.PathLike[str],
-    arrays: dict[str, np.ndarray],
-    n_docs: int,
-    vocab_size: int,
-    explicit: bool,
-) -> None:
-    """Raise IndexFormatError unless the arrays form postings of ``n_docs`` documents over
-    ``vocab_size`` terms (the kernels index without bounds checks)."""
-
-    def fail(what: str) -> IndexFormatError:
-        return IndexFormatError(f"{path}: {what}; the index is corrupt, rebuild it")
-
-    expected = dict(_INDEX_ARRAYS)
-    if explicit:
-        expected.update(doc_id_bytes=np.uint8, doc_id_offsets=np.int64)
-    if set(arrays) != set(expected):
-        raise fail(f"expected arrays {sorted(expected)}, found {sorted(arrays)}")
-    for name, dtype in expected.items():
-        if arrays[name].dtype != dtype or arrays[name].ndim != 1:
-            raise fail(f"{name} is {arrays[name].dtype} with {arrays[name].ndim} dims")
-    if n_docs < 1 or vocab_size < 1:
-        raise fail(f"{n_docs} documents, {vocab_size} terms")
-    offsets, docs, impacts = arrays["posting_offsets"], arrays["doc_ids"], arrays["impacts"]
-    if not delimits(offsets, docs, vocab_size) or len(impacts) != len(docs):
-        raise fail("posting_offsets does not delimit doc_ids and impacts")
-    if len(docs) and (docs.min() < 0 or docs.max() >= n_docs or impacts.min() == 0):
-        raise fail(f"doc ids outside [0, {n_docs}) or zero impacts")
-    ascending = np.diff(docs.astype(np.int64)) > 0
-    starts = offsets[1:-1]
-    ascending[starts[(starts > 0) & (starts < len(docs))] - 1] = True  # a new term begins
-    if not ascending.all():
-        raise fail("doc ids do not ascend within a term")
+        return cls(saved.arrays, saved.scale, saved.doc_ids, encoder, model_hash)

@@ -1,0 +1,101 @@
+"""What a ``HybridIndex`` shows of itself: its reranker and the gate's verdict, the last
+commit's texts, ids and segments, the retrievers and, for an index of one segment, its legs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hybrid_engine.corpus import DocIds
+from hybrid_engine.dense.index import DenseIndex
+from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.live.segment import Segment
+from hybrid_engine.live.state import LiveState
+from hybrid_engine.models.cross_encoder import CrossEncoder
+from hybrid_engine.packed import PackedStrings
+from hybrid_engine.pipeline.rerank import RerankerVerdict
+from hybrid_engine.sparse.index import SpladeIndex
+
+
+class EngineAttributes:
+    """The read-only properties of ``HybridIndex``."""
+
+    _state: LiveState
+    _reranker: CrossEncoder | None
+    _verdict: RerankerVerdict | None
+
+    @property
+    def reranker(self) -> CrossEncoder | None:
+        """The cross-encoder given, refused or not (see ``reranker_verdict``)."""
+        return self._reranker
+
+    @property
+    def reranker_verdict(self) -> RerankerVerdict | None:
+        """The gate's decision about ``reranker``: used or not, the blend, and why."""
+        return self._verdict
+
+    @property
+    def texts(self) -> PackedStrings:
+        """The text of every position (title and text), as the cross-encoder reads it
+        (deleted documents keep their positions until a merge)."""
+        return self._state.snapshot.texts
+
+    @property
+    def titles(self) -> PackedStrings:
+        """The title of every position, ``""`` where it has none."""
+        return self._state.snapshot.titles
+
+    @property
+    def retrievers(self) -> tuple[str, ...]:
+        """The retrievers this index combines."""
+        return self._state.config.retrievers
+
+    @property
+    def bm25(self) -> BM25Index | None:
+        """The BM25 leg of an index of one segment without deletions (``merge`` first)."""
+        return self._only_segment().bm25
+
+    @property
+    def dense(self) -> DenseIndex | None:
+        """The dense leg of an index of one segment without deletions (``merge`` first)."""
+        return self._only_segment().dense
+
+    @property
+    def splade(self) -> SpladeIndex | None:
+        """The SPLADE leg of an index of one segment without deletions (``merge`` first)."""
+        return self._only_segment().splade
+
+    @property
+    def doc_ids(self) -> DocIds:
+        """The ``_id`` of every position of the last commit (deleted documents keep their
+        positions until a merge; results never hold them)."""
+        return self._state.snapshot.doc_ids
+
+    @property
+    def num_segments(self) -> int:
+        """Segments of the last commit."""
+        return len(self._state.snapshot.segments)
+
+    @property
+    def path(self) -> Path | None:
+        """The index directory this engine commits to (None: in memory only)."""
+        return self._state.path
+
+    def __len__(self) -> int:
+        """Live documents of the last commit."""
+        return self._state.snapshot.num_live
+
+    def __repr__(self) -> str:
+        return (
+            f"HybridIndex({len(self)} documents, {self.num_segments} segment(s), "
+            f"retrievers={list(self.retrievers)})"
+        )
+
+    def _only_segment(self) -> Segment:
+        snapshot = self._state.snapshot
+        if len(snapshot.segments) != 1 or snapshot.live[0] is not None:
+            raise ValueError(
+                f"the index has {len(snapshot.segments)} segment(s) and deletions may be "
+                "pending in them, so no single leg holds it; call merge() first, or search "
+                "through HybridIndex.search"
+            )
+        return snapshot.segments[0]

@@ -1,0 +1,121 @@
+"""A SPLADE index on disk: the postings (``posting_offsets``, ``doc_ids``, uint8 ``impacts``),
+the ids (when given) and a manifest with the quantization scale, the counts and the encoder's
+``model_hash`` (``storage.write_index_dir``)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hybrid_engine.corpus import DocIds
+from hybrid_engine.errors import IndexFormatError
+from hybrid_engine.sparse.vectors import IMPACT_LEVELS
+from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
+
+FORMAT = "hybrid_engine.splade"
+FORMAT_VERSION = 1
+INDEX_ARRAYS = {"posting_offsets": np.int64, "doc_ids": np.int32, "impacts": np.uint8}
+"""The postings' arrays and their dtypes."""
+
+
+@dataclass(frozen=True)
+class SavedSplade:
+    """What ``read_splade`` read, checked."""
+
+    arrays: dict[str, np.ndarray]
+    scale: float
+    doc_ids: DocIds
+    vocab_size: int
+    model_hash: str
+
+
+def write_splade(
+    path: str | os.PathLike[str],
+    arrays: dict[str, np.ndarray],
+    scale: float,
+    doc_ids: DocIds,
+    vocab_size: int,
+    model_hash: str,
+) -> None:
+    """Write a SPLADE index's postings ``arrays`` to directory ``path`` atomically."""
+    saved = {name: arrays[name] for name in INDEX_ARRAYS}
+    saved.update(doc_ids.arrays())
+    metadata: dict[str, Any] = {
+        "quantization": {"scale": scale, "levels": IMPACT_LEVELS, "dtype": "uint8"},
+        "stats": {
+            "num_documents": len(doc_ids),
+            "vocab_size": vocab_size,
+            "num_postings": len(arrays["doc_ids"]),
+        },
+        "doc_ids": doc_ids.mode,
+        "encoder_model_hash": model_hash,
+    }
+    write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, saved)
+
+
+def read_splade(path: str | os.PathLike[str], *, mmap: bool, verify: bool) -> SavedSplade:
+    """Read and check a directory written by ``write_splade`` (see ``SpladeIndex.load``).
+
+    Raises
+    ------
+    IndexFormatError
+        The directory is missing, truncated, corrupt, or not a SPLADE index of this format.
+    """
+    manifest, arrays = read_index_dir(path, FORMAT, FORMAT_VERSION, mmap=mmap, verify=verify)
+    try:
+        quantization = manifest["quantization"]
+        scale = float(quantization["scale"])
+        if quantization["levels"] != IMPACT_LEVELS or quantization["dtype"] != "uint8":
+            raise ValueError(f"quantization {quantization!r}")
+        if not np.isfinite(scale) or scale <= 0:
+            raise ValueError(f"scale {scale}")
+        n_docs = int(manifest["stats"]["num_documents"])
+        vocab_size = int(manifest["stats"]["vocab_size"])
+        saved_ids = manifest["doc_ids"]
+        model_hash = manifest["encoder_model_hash"]
+        if not isinstance(model_hash, str):
+            raise ValueError(f"encoder_model_hash is {model_hash!r}, not a str")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise IndexFormatError(f"{path}: bad manifest entry ({exc}); rebuild the index") from None
+    _check_arrays(path, arrays, n_docs, vocab_size, "doc_id_bytes" in arrays)
+    doc_ids = DocIds.from_saved(path, saved_ids, arrays, n_docs)
+    index_arrays = {name: arrays[name] for name in INDEX_ARRAYS}
+    return SavedSplade(index_arrays, scale, doc_ids, vocab_size, model_hash)
+
+
+def _check_arrays(
+    path: str | os.PathLike[str],
+    arrays: dict[str, np.ndarray],
+    n_docs: int,
+    vocab_size: int,
+    explicit: bool,
+) -> None:
+    """Raise IndexFormatError unless the arrays form postings of ``n_docs`` documents over
+    ``vocab_size`` terms (the kernels index without bounds checks)."""
+
+    def fail(what: str) -> IndexFormatError:
+        return IndexFormatError(f"{path}: {what}; the index is corrupt, rebuild it")
+
+    expected = dict(INDEX_ARRAYS)
+    if explicit:
+        expected.update(doc_id_bytes=np.uint8, doc_id_offsets=np.int64)
+    if set(arrays) != set(expected):
+        raise fail(f"expected arrays {sorted(expected)}, found {sorted(arrays)}")
+    for name, dtype in expected.items():
+        if arrays[name].dtype != dtype or arrays[name].ndim != 1:
+            raise fail(f"{name} is {arrays[name].dtype} with {arrays[name].ndim} dims")
+    if n_docs < 1 or vocab_size < 1:
+        raise fail(f"{n_docs} documents, {vocab_size} terms")
+    offsets, docs, impacts = arrays["posting_offsets"], arrays["doc_ids"], arrays["impacts"]
+    if not delimits(offsets, docs, vocab_size) or len(impacts) != len(docs):
+        raise fail("posting_offsets does not delimit doc_ids and impacts")
+    if len(docs) and (docs.min() < 0 or docs.max() >= n_docs or impacts.min() == 0):
+        raise fail(f"doc ids outside [0, {n_docs}) or zero impacts")
+    ascending = np.diff(docs.astype(np.int64)) > 0
+    starts = offsets[1:-1]
+    ascending[starts[(starts > 0) & (starts < len(docs))] - 1] = True  # a new term begins
+    if not ascending.all():
+        raise fail("doc ids do not ascend within a term")
