@@ -76,6 +76,19 @@ def test_a_second_writer_gets_a_clear_error(tmp_path: Path) -> None:
     assert len(reader) == 6
 
 
+def test_a_merge_is_a_write_too(tmp_path: Path) -> None:
+    engine = new_engine([document(i) for i in range(6)])
+    engine.delete(["d1"])
+    engine.commit()
+    engine.save(tmp_path / "live")
+    other = HybridIndex.load(tmp_path / "live", encoder=HashingEncoder())
+    with pytest.raises(WriterLockedError):
+        other.merge()  # nothing staged, but rewriting segments needs the lock
+    engine.close()
+    other.merge()
+    assert other.num_segments == 1 and len(other) == 5
+
+
 def test_a_writer_of_an_older_commit_is_refused(tmp_path: Path) -> None:
     engine = new_engine([document(i) for i in range(5)])
     engine.save(tmp_path / "live")

@@ -215,7 +215,9 @@ class LiveState:
         new_names: list[str],
         changed: set[str],
     ) -> None:
-        """Write the new state to the directory (when attached), then serve it."""
+        """Write the new state to the directory (when attached, as its writer), then serve
+        it."""
+        self._take_writer_lock()
         # A segment whose documents are all deleted is dropped.
         kept = [i for i, mask in enumerate(live) if mask is None or mask.any()]
         segments = [segments[i] for i in kept]
