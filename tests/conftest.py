@@ -1,7 +1,8 @@
 """Shared pytest fixtures, and the two rules every test runs under.
 
-- Under CI (``$CI`` set) a skipped test fails: CI installs and prepares everything (the shared
-  data, the models, the extras), so a skip there would hide a test that never ran.
+- Under CI (``$CI`` set) a skipped test fails, and so does a test module skipped while
+  collected: CI installs and prepares everything (the shared data, the models, the extras), so
+  a skip there would hide a test that never ran.
 - No test writes to the user's cache: embeddings (``$HYBRID_ENGINE_CACHE``) and matplotlib's
   cache go to a session folder. Prepared models are read from the usual models folder.
 """
@@ -27,6 +28,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.longrepr = (
             f"skipped under CI ({reason}): CI installs and prepares everything this test needs, "
             "so a skip there is a failure"
+        )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """Under CI, a module skipped while collected (a module-level ``importorskip``) fails too."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if os.environ.get("CI") and report.skipped:
+        reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{collector.nodeid} skipped while collected under CI ({reason}): CI installs and "
+            "prepares everything the tests need, so a skip there is a failure"
         )
 
 

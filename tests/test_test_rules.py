@@ -21,12 +21,21 @@ def test_needs_the_shared_data(shared_data):
 def test_needs_an_extra():
     pytest.importorskip("a_module_that_is_not_installed")
 """
+SKIPPED_MODULE = """
+import pytest
+
+pytest.importorskip("another_module_that_is_not_installed")
 
 
-def run_suite(tmp_path: Path, ci: bool) -> subprocess.CompletedProcess[str]:
-    """A two-test suite under this conftest, without the shared data folder."""
+def test_never_collected():
+    pass
+"""
+
+
+def run_suite(tmp_path: Path, ci: bool, tests: str = SKIPPING) -> subprocess.CompletedProcess[str]:
+    """The test module ``tests`` under this conftest, without the shared data folder."""
     shutil.copy(CONFTEST, tmp_path / "conftest.py")
-    (tmp_path / "test_skips.py").write_text(SKIPPING)
+    (tmp_path / "test_skips.py").write_text(tests)
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     env["HYBRID_ENGINE_DATA"] = str(tmp_path / "absent")
     if ci:
@@ -47,6 +56,14 @@ def test_skips_fail_under_ci(tmp_path: Path) -> None:
     # The fixture's skip fails the set-up (an error), the test body's skip the call.
     assert "1 failed, 1 error" in done.stdout
     assert "skipped under CI" in done.stdout and "absent" in done.stdout
+
+
+def test_a_module_skipped_while_collected_fails_under_ci(tmp_path: Path) -> None:
+    done = run_suite(tmp_path, ci=True, tests=SKIPPED_MODULE)
+    assert done.returncode != 0, done.stdout
+    assert "skipped while collected under CI" in done.stdout
+    assert "another_module_that_is_not_installed" in done.stdout
+    assert "1 skipped" in run_suite(tmp_path, ci=False, tests=SKIPPED_MODULE).stdout
 
 
 def test_skips_stay_skips_elsewhere(tmp_path: Path) -> None:
