@@ -34,6 +34,7 @@ FLOORS = {
     "evaluation": 6,
     "training": 7,
     "cli": 8,
+    "integrations": 8,  # LangChain and LlamaIndex adapters over the public API; nothing imports it
     "__main__": 8,
 }
 """Floor of each part; a module may import from its own part and from lower floors."""
