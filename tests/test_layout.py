@@ -33,6 +33,7 @@ FLOORS = {
     "pipeline": 5,
     "evaluation": 6,
     "training": 7,
+    "server": 8,  # the HTTP server over the public API; only the cli's serve imports it
     "cli": 8,
     "integrations": 8,  # LangChain and LlamaIndex adapters over the public API; nothing imports it
     "__main__": 8,

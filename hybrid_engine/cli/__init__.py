@@ -8,12 +8,12 @@ from argparse import ArgumentParser
 from collections.abc import Sequence
 
 from hybrid_engine._version import __version__
-from hybrid_engine.cli import demo, index, models, search, train, tune
+from hybrid_engine.cli import demo, index, models, search, serve, train, tune
 from hybrid_engine.cli import eval as evaluate
 from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.evaluation import DatasetError
 
-COMMANDS = (index, search, evaluate, tune, train, models, demo)
+COMMANDS = (index, search, serve, evaluate, tune, train, models, demo)
 """The command modules, in the order of ``--help``."""
 
 

@@ -1,0 +1,64 @@
+"""``hybrid-engine serve INDEX``: the HTTP server (``hybrid_engine.server``) over a saved live
+index, run by uvicorn. Needs the ``serve`` extra."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from hybrid_engine.cli._engine import add_variant_option, load_engine
+
+API_KEY_ENV = "HYBRID_ENGINE_API_KEY"
+"""The environment variable of the API key (a key on the command line shows in ``ps``)."""
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``serve`` to the ``hybrid-engine`` subparsers."""
+    p = subparsers.add_parser(
+        "serve", help="serve a live index over HTTP (search, documents, commit, metrics)"
+    )
+    p.add_argument("index", help="live index directory (`hybrid-engine index` or save)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: %(default)s, local only)"
+    )
+    p.add_argument("--port", type=int, default=8080, help="port (default: %(default)s)")
+    p.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="allow cross-origin requests from ORIGIN (repeatable; default: none)",
+    )
+    add_variant_option(
+        p, "bi-encoder variant to load (default: the one the index recorded)", default=None
+    )
+    p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the index (it takes the write lock) and serve it until interrupted.
+
+    The API key, when wanted, is read from ``$HYBRID_ENGINE_API_KEY``.
+
+    Raises
+    ------
+    ValueError
+        The ``serve`` extra (fastapi, uvicorn) is not installed.
+    """
+    try:
+        import uvicorn
+
+        from hybrid_engine.server import create_app
+    except ImportError as exc:
+        raise ValueError(
+            f"serve needs the serve extra ({exc}): pip install 'hybrid-engine[serve]'"
+        ) from None
+    engine = load_engine(args.index, variant=args.variant, num_threads=args.threads, mmap=False)
+    with engine:
+        app = create_app(
+            engine, api_key=os.environ.get(API_KEY_ENV) or None, cors_origins=args.cors_origin
+        )
+        uvicorn.run(app, host=args.host, port=args.port)
+    return 0

@@ -1,0 +1,175 @@
+"""``create_app``: the FastAPI app over one live ``HybridIndex``.
+
+Searches run in the threadpool on the engine's last commit, so they never wait for a write;
+writes (stage, delete, commit) take one asyncio lock in turn and run in the threadpool too, so
+the event loop keeps answering. Errors the engine raises on what the client sent (a bad filter,
+an unknown fusion, an id already indexed, an unknown id) are 4xx with ``{"detail": "..."}``:
+``KeyError`` 404, ``ValueError`` and ``TypeError`` 400; a body outside the schemas is 422."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.security import APIKeyHeader
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.server.metrics import ServerMetrics
+from hybrid_engine.server.schemas import (
+    CommitResponse,
+    DeleteRequest,
+    DocumentsRequest,
+    HealthResponse,
+    HitOut,
+    QueryResult,
+    SearchRequest,
+    SearchResponse,
+    StagedResponse,
+)
+
+API_KEY_HEADER = "X-API-Key"
+"""The header that carries the API key, when the app has one."""
+
+
+@contextmanager
+def engine_errors() -> Iterator[None]:
+    """The engine's errors about the request as HTTP errors: ``KeyError`` (an unknown id) 404,
+    ``ValueError`` and ``TypeError`` 400, with the engine's message as ``detail``."""
+    try:
+        yield
+    except KeyError as exc:
+        detail = exc.args[0] if exc.args else str(exc)
+        raise HTTPException(status_code=404, detail=str(detail)) from None
+    except (ValueError, TypeError) as exc:
+        raise HTTPException(status_code=400, detail=str(exc)) from None
+
+
+def create_app(
+    engine: HybridIndex,
+    *,
+    api_key: str | None = None,
+    cors_origins: Sequence[str] = (),
+) -> FastAPI:
+    """The HTTP API over ``engine``.
+
+    Parameters
+    ----------
+    engine : HybridIndex
+        The live index served; the app stages, deletes and commits through it (commits are
+        durable when it is attached to a directory, ``save``/``load``).
+    api_key : str, optional
+        When given, every endpoint but ``GET /health`` needs it in the ``X-API-Key`` header
+        (401 otherwise). None: no key.
+    cors_origins : sequence of str
+        Origins allowed cross-origin requests (CORS); none by default.
+
+    Returns
+    -------
+    fastapi.FastAPI
+        With ``POST /search``, ``POST /documents``, ``DELETE /documents``, ``POST /commit``,
+        ``GET /health`` and ``GET /metrics`` (Prometheus text).
+
+    Raises
+    ------
+    ValueError
+        ``api_key`` is empty.
+    """
+    if api_key is not None and not api_key:
+        raise ValueError("api_key is empty: give a non-empty key, or None for no key")
+    app = FastAPI(title="hybrid_engine", summary="Hybrid BM25 + dense retrieval over HTTP.")
+    metrics = ServerMetrics()
+    write_lock = asyncio.Lock()
+    header = APIKeyHeader(name=API_KEY_HEADER, auto_error=False)
+
+    def check_key(given: str | None = Depends(header)) -> None:
+        if api_key is not None and not (
+            given is not None and secrets.compare_digest(given.encode(), api_key.encode())
+        ):
+            raise HTTPException(status_code=401, detail=f"missing or wrong {API_KEY_HEADER} header")
+
+    keyed = [Depends(check_key)]
+    if cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=[API_KEY_HEADER, "Content-Type"],
+        )
+
+    @app.middleware("http")
+    async def count(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Any:
+        start = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        endpoint = f"{request.method} {getattr(route, 'path', 'unmatched')}"
+        metrics.observe_request(endpoint, response.status_code, time.perf_counter() - start)
+        return response
+
+    def search(body: SearchRequest) -> SearchResponse:
+        texts = body.texts()
+        options: dict[str, Any] = {"filter": body.filter, "rerank": body.rerank, "mmr": body.mmr}
+        if body.fusion is not None:
+            options["fusion"] = body.fusion
+        with engine_errors():
+            result = engine.search(texts, body.k, **options)
+        metrics.observe_stages(result.timings)
+        results = [
+            QueryResult(query=text, hits=[HitOut(**vars(hit)) for hit in hits])
+            for text, hits in zip(texts, result.hits(), strict=True)
+        ]
+        return SearchResponse(results=results, timings_ms=dict(result.timings))
+
+    @app.post("/search", dependencies=keyed)
+    async def post_search(body: SearchRequest) -> SearchResponse:
+        """The hits of each query on the last commit (``HybridIndex.search``)."""
+        return await run_in_threadpool(search, body)
+
+    async def write(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        async with write_lock:
+            with engine_errors():
+                return await run_in_threadpool(call, *args, **kwargs)
+
+    @app.post("/documents", dependencies=keyed)
+    async def post_documents(body: DocumentsRequest) -> StagedResponse:
+        """Stage documents (``add``, or ``upsert`` with ``"upsert": true``)."""
+        docs = [d.to_document() for d in body.documents]
+        staged = await write(engine.upsert if body.upsert else engine.add, docs)
+        return StagedResponse(staged=staged)
+
+    @app.delete("/documents", dependencies=keyed)
+    async def delete_documents(body: DeleteRequest) -> StagedResponse:
+        """Stage the deletion of documents by id (``delete``)."""
+        staged = await write(engine.delete, body.ids, missing_ok=body.missing_ok)
+        return StagedResponse(staged=staged)
+
+    @app.post("/commit", dependencies=keyed)
+    async def post_commit() -> CommitResponse:
+        """Make the staged changes visible to searches from now on (``commit``)."""
+        await write(engine.commit)
+        return CommitResponse(documents=len(engine), segments=engine.num_segments)
+
+    @app.get("/health")
+    async def get_health() -> HealthResponse:
+        """The index's retrievers, live documents and segments (no key needed)."""
+        return HealthResponse(
+            status="ok",
+            retrievers=list(engine.retrievers),
+            documents=len(engine),
+            segments=engine.num_segments,
+        )
+
+    @app.get("/metrics", dependencies=keyed)
+    async def get_metrics() -> Response:
+        """Prometheus text: requests and latency per endpoint, search stages, documents."""
+        metrics.documents.set(len(engine))
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+
+    return app

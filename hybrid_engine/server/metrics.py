@@ -1,0 +1,64 @@
+"""The server's Prometheus metrics, in a registry of its own (one per app, so two apps in a
+process never share counts): requests and their latency per endpoint, the engine's stage
+timings, and the live documents."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+"""Histogram bounds in seconds, from a cached BM25 query to a large commit."""
+
+
+class ServerMetrics:
+    """The instruments of one app.
+
+    Attributes
+    ----------
+    registry : CollectorRegistry
+        What ``GET /metrics`` exposes.
+    """
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "hybrid_engine_requests",
+            "HTTP requests by endpoint and status code.",
+            ("endpoint", "status"),
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "hybrid_engine_request_seconds",
+            "Wall-clock seconds of a request, by endpoint.",
+            ("endpoint",),
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.stages = Histogram(
+            "hybrid_engine_stage_seconds",
+            "Seconds of each search stage (HybridResult.timings), one observation per search.",
+            ("stage",),
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.documents = Gauge(
+            "hybrid_engine_documents",
+            "Live documents of the last commit.",
+            registry=self.registry,
+        )
+
+    def observe_request(self, endpoint: str, status: int, seconds: float) -> None:
+        """Count one request and its latency."""
+        self.requests.labels(endpoint=endpoint, status=str(status)).inc()
+        self.latency.labels(endpoint=endpoint).observe(seconds)
+
+    def observe_stages(self, timings_ms: Mapping[str, float]) -> None:
+        """One search's stage timings, given in milliseconds."""
+        for stage, ms in timings_ms.items():
+            self.stages.labels(stage=stage).observe(ms / 1000.0)
+
+    def exposition(self) -> bytes:
+        """The Prometheus text format of every instrument."""
+        return generate_latest(self.registry)
