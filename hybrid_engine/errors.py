@@ -13,6 +13,11 @@ class IndexFormatError(HybridEngineError, ValueError):
     """
 
 
+class DuplicateIdError(HybridEngineError, ValueError):
+    """Documents to add carry an id that is already in the index (or staged), or the same id
+    twice. Use ``upsert`` to replace documents, or give unique ids."""
+
+
 class WriterLockedError(HybridEngineError, RuntimeError):
     """Another writer (an engine in this or another process) holds an index directory's write
     lock: one writer at a time may change it. Close the other one, or only search here."""

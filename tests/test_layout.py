@@ -19,6 +19,7 @@ LEAVES = {
     "errors",
     "metadata",  # document metadata columns and filters (numpy over errors, packed, storage)
     "packed",
+    "progress",
     "protocols",
     "results",
     "storage",

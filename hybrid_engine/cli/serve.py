@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
-from hybrid_engine.cli._engine import add_variant_option, load_engine
+from hybrid_engine.cli._engine import (
+    add_reranker_options,
+    add_variant_option,
+    load_engine,
+    reranker,
+)
+from hybrid_engine.pipeline.engine import HybridIndex
 
 API_KEY_ENV = "HYBRID_ENGINE_API_KEY"
 """The environment variable of the API key (a key on the command line shows in ``ps``)."""
@@ -30,6 +37,26 @@ def add_parser(subparsers: Any) -> None:
         metavar="ORIGIN",
         help="allow cross-origin requests from ORIGIN (repeatable; default: none)",
     )
+    p.add_argument(
+        "--batch-max",
+        type=int,
+        default=32,
+        metavar="N",
+        help="queries per batched engine call (default: %(default)s; 1: no batching)",
+    )
+    p.add_argument(
+        "--batch-wait-ms",
+        type=float,
+        default=5.0,
+        metavar="MS",
+        help="longest a search waits for its batch while the engine is busy (default: %(default)s)",
+    )
+    p.add_argument(
+        "--commit-on-shutdown",
+        action="store_true",
+        help="commit staged changes when the server stops (default: drop them, with a warning)",
+    )
+    add_reranker_options(p)
     add_variant_option(
         p, "bi-encoder variant to load (default: the one the index recorded)", default=None
     )
@@ -55,10 +82,37 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(
             f"serve needs the serve extra ({exc}): pip install 'hybrid-engine[serve]'"
         ) from None
+    from hybrid_engine.server.batching import BatchPolicy
+
+    batching = None
+    if args.batch_max > 1:
+        batching = BatchPolicy(max_batch=args.batch_max, max_wait_ms=args.batch_wait_ms)
+    cross_encoder = reranker(args) if args.reranker is not None else None
     engine = load_engine(args.index, variant=args.variant, num_threads=args.threads, mmap=False)
     with engine:
+        if cross_encoder is not None:
+            engine = engine.with_reranker(cross_encoder)
         app = create_app(
-            engine, api_key=os.environ.get(API_KEY_ENV) or None, cors_origins=args.cors_origin
+            engine,
+            api_key=os.environ.get(API_KEY_ENV) or None,
+            cors_origins=args.cors_origin,
+            batching=batching,
         )
         uvicorn.run(app, host=args.host, port=args.port)
+        settle_staged(engine, commit=args.commit_on_shutdown)
     return 0
+
+
+def settle_staged(engine: HybridIndex, *, commit: bool) -> None:
+    """At shutdown: commit the changes staged and not committed, or say they are dropped."""
+    if not engine.has_staged:
+        return
+    if commit:
+        engine.commit()
+        print("hybrid-engine serve: committed the staged changes at shutdown", file=sys.stderr)
+    else:
+        print(
+            "hybrid-engine serve: warning: staged changes were not committed and are dropped "
+            "(POST /commit before stopping, or serve with --commit-on-shutdown)",
+            file=sys.stderr,
+        )

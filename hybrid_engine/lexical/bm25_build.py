@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from hybrid_engine import _core
 from hybrid_engine.checks import check_threads
 from hybrid_engine.corpus import DocIds, Document, iter_batches
 from hybrid_engine.lexical.analysis import AnalyzerConfig
+from hybrid_engine.progress import progress_bar
 
 
 def index_corpus(
@@ -40,7 +40,7 @@ def index_corpus(
     builder = _core.IndexBuilder(analyzer.to_core(), check_threads(num_threads))
     ids: list[str | None] = []
     total = len(corpus) if isinstance(corpus, Sequence) else None
-    with tqdm(total=total, unit="doc", desc="indexing", disable=not show_progress) as bar:
+    with progress_bar(total=total, unit="doc", desc="indexing", show=show_progress) as bar:
         for texts, batch_ids in iter_batches(corpus, batch_size):
             builder.add(texts)
             ids.extend(batch_ids)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.corpus import Document, document_text, document_title
+from hybrid_engine.errors import DuplicateIdError
 from hybrid_engine.metadata import MetadataColumns
 from hybrid_engine.packed import PackedStrings
 
@@ -64,7 +65,7 @@ class LiveDocuments:
             text, doc_id = document_text(doc, position)
             doc_id = doc_id if doc_id is not None else str(first_id + position)
             if doc_id in seen:
-                raise ValueError(f"document id {doc_id!r} is given twice; ids must be unique")
+                raise DuplicateIdError(f"document id {doc_id!r} is given twice; ids must be unique")
             seen.add(doc_id)
             ids.append(doc_id)
             texts.append(text)

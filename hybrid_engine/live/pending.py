@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from hybrid_engine.corpus import Document
+from hybrid_engine.errors import DuplicateIdError
 from hybrid_engine.live.documents import LiveDocuments
 from hybrid_engine.live.snapshot import Snapshot
 
@@ -42,7 +43,7 @@ class Pending:
         if not replace:
             taken = [doc_id for doc_id in ids if self.is_live(snapshot, doc_id)]
             if taken:
-                raise ValueError(
+                raise DuplicateIdError(
                     f"{len(taken)} document id(s) already in the index, e.g. {taken[:5]}; use "
                     "upsert() to replace documents, or delete() them first"
                 )

@@ -10,11 +10,11 @@ from typing import ClassVar, TypeVar
 import numpy as np
 import onnxruntime as ort
 from tokenizers import Encoding, Tokenizer
-from tqdm.auto import tqdm
 
 from hybrid_engine.checks import check_threads
 from hybrid_engine.models._batching import length_runs
 from hybrid_engine.models.store import TOKENIZER_FILE, ModelInfo, read_model
+from hybrid_engine.progress import progress_bar
 
 _Model = TypeVar("_Model", bound="TextModel")
 
@@ -173,7 +173,7 @@ class TextModel(OnnxModel):
         lengths = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
 
         def runs() -> Iterator[tuple[np.ndarray, list[Encoding]]]:
-            with tqdm(total=len(texts), unit="text", desc=desc, disable=not show_progress) as bar:
+            with progress_bar(total=len(texts), unit="text", desc=desc, show=show_progress) as bar:
                 for positions in length_runs(lengths, batch_size, tokens_per_run):
                     yield positions, [encodings[p] for p in positions]
                     bar.update(len(positions))

@@ -96,6 +96,11 @@ class Lifecycle:
         re-analyses the texts; dense and SPLADE reuse the stored vectors)."""
         self._state.merge(num_threads=num_threads)
 
+    @property
+    def has_staged(self) -> bool:
+        """Whether changes are staged and not committed yet (``close`` drops them)."""
+        return self._state.has_pending
+
     def close(self) -> None:
         """Give up the index directory's write lock; staged changes are dropped."""
         self._state.release()

@@ -1,17 +1,19 @@
 """``create_app``: the FastAPI app over one live ``HybridIndex``.
 
 Searches run in the threadpool on the engine's last commit, so they never wait for a write;
-writes (stage, delete, commit) take one asyncio lock in turn and run in the threadpool too, so
-the event loop keeps answering. Errors the engine raises on what the client sent (a bad filter,
-an unknown fusion, an id already indexed, an unknown id) are 4xx with ``{"detail": "..."}``:
-``KeyError`` 404, ``ValueError`` and ``TypeError`` 400; a body outside the schemas is 422."""
+concurrent searches with the same options share engine calls (``batching``). Writes (stage,
+delete, commit) take one asyncio lock in turn and run in the threadpool too, so the event
+loop keeps answering. Errors the engine raises on what the client sent are 4xx with
+``{"detail": "..."}``: an id already indexed 409, an unknown id (``KeyError``) 404, a bad
+filter, fusion or weight (``ValueError``, ``TypeError``) 400; a body outside the schemas is
+422; a full batching queue is 503."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,12 +23,15 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.security import APIKeyHeader
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from hybrid_engine.errors import DuplicateIdError
 from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.server.batching import BatcherFullError, BatchPolicy, Rows, SearchBatcher
 from hybrid_engine.server.metrics import ServerMetrics
 from hybrid_engine.server.schemas import (
     CommitResponse,
     DeleteRequest,
     DocumentsRequest,
+    ErrorResponse,
     HealthResponse,
     HitOut,
     QueryResult,
@@ -37,19 +42,28 @@ from hybrid_engine.server.schemas import (
 
 API_KEY_HEADER = "X-API-Key"
 """The header that carries the API key, when the app has one."""
+ERROR: dict[str, Any] = {"model": ErrorResponse, "description": "what was wrong, and the fix"}
+"""The OpenAPI description of an error response."""
+BATCHING = BatchPolicy()
+"""The default batching policy (``BatchPolicy``'s defaults)."""
 
 
 @contextmanager
 def engine_errors() -> Iterator[None]:
-    """The engine's errors about the request as HTTP errors: ``KeyError`` (an unknown id) 404,
-    ``ValueError`` and ``TypeError`` 400, with the engine's message as ``detail``."""
+    """The engine's errors about the request as HTTP errors: ``DuplicateIdError`` 409,
+    ``KeyError`` (an unknown id) 404, ``ValueError`` and ``TypeError`` 400, a full batching
+    queue 503; the engine's message is the ``detail``."""
     try:
         yield
+    except DuplicateIdError as exc:
+        raise HTTPException(status_code=409, detail=str(exc)) from None
     except KeyError as exc:
         detail = exc.args[0] if exc.args else str(exc)
         raise HTTPException(status_code=404, detail=str(detail)) from None
     except (ValueError, TypeError) as exc:
         raise HTTPException(status_code=400, detail=str(exc)) from None
+    except BatcherFullError as exc:
+        raise HTTPException(status_code=503, detail=str(exc)) from None
 
 
 def create_app(
@@ -57,6 +71,7 @@ def create_app(
     *,
     api_key: str | None = None,
     cors_origins: Sequence[str] = (),
+    batching: BatchPolicy | None = BATCHING,
 ) -> FastAPI:
     """The HTTP API over ``engine``.
 
@@ -70,6 +85,9 @@ def create_app(
         (401 otherwise). None: no key.
     cors_origins : sequence of str
         Origins allowed cross-origin requests (CORS); none by default.
+    batching : BatchPolicy or None
+        How concurrent searches share engine calls (``batching``); None: each request is
+        its own engine call.
 
     Returns
     -------
@@ -95,7 +113,11 @@ def create_app(
         ):
             raise HTTPException(status_code=401, detail=f"missing or wrong {API_KEY_HEADER} header")
 
-    keyed = [Depends(check_key)]
+    # Without a key the routes declare no security, so the schema says what the server does.
+    keyed = [Depends(check_key)] if api_key is not None else []
+    refused: dict[int | str, dict[str, Any]] = {401: ERROR} if api_key is not None else {}
+    searched = {**refused, 400: ERROR, 503: ERROR}
+    written = {**refused, 400: ERROR, 404: ERROR, 409: ERROR}
     if cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -113,44 +135,46 @@ def create_app(
         metrics.observe_request(endpoint, response.status_code, time.perf_counter() - start)
         return response
 
-    def search(body: SearchRequest) -> SearchResponse:
-        texts = body.texts()
-        options: dict[str, Any] = {"filter": body.filter, "rerank": body.rerank, "mmr": body.mmr}
-        if body.fusion is not None:
-            options["fusion"] = body.fusion
-        with engine_errors():
-            result = engine.search(texts, body.k, **options)
-        metrics.observe_stages(result.timings)
-        results = [
-            QueryResult(query=text, hits=[HitOut(**vars(hit)) for hit in hits])
-            for text, hits in zip(texts, result.hits(), strict=True)
-        ]
-        return SearchResponse(results=results, timings_ms=dict(result.timings))
+    def search(texts: list[str], options: Mapping[str, Any]) -> Rows:
+        result = engine.search(texts, **options)
+        metrics.observe_stages(result.timings, len(texts))
+        return result.hits(), dict(result.timings)
 
-    @app.post("/search", dependencies=keyed)
+    batcher = SearchBatcher(search, batching or BatchPolicy(max_batch=1, max_running=2**30))
+
+    @app.post("/search", dependencies=keyed, responses=searched)
     async def post_search(body: SearchRequest) -> SearchResponse:
         """The hits of each query on the last commit (``HybridIndex.search``)."""
-        return await run_in_threadpool(search, body)
+        texts = body.texts()
+        with engine_errors():
+            answer = await batcher.search(texts, body.options())
+        results = [
+            QueryResult(query=text, hits=[HitOut(**vars(hit)) for hit in hits])
+            for text, hits in zip(texts, answer.hits, strict=True)
+        ]
+        return SearchResponse(
+            results=results, timings_ms=answer.timings, batch_size=answer.batch_size
+        )
 
     async def write(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         async with write_lock:
             with engine_errors():
                 return await run_in_threadpool(call, *args, **kwargs)
 
-    @app.post("/documents", dependencies=keyed)
+    @app.post("/documents", dependencies=keyed, responses=written)
     async def post_documents(body: DocumentsRequest) -> StagedResponse:
         """Stage documents (``add``, or ``upsert`` with ``"upsert": true``)."""
         docs = [d.to_document() for d in body.documents]
         staged = await write(engine.upsert if body.upsert else engine.add, docs)
         return StagedResponse(staged=staged)
 
-    @app.delete("/documents", dependencies=keyed)
+    @app.delete("/documents", dependencies=keyed, responses=written)
     async def delete_documents(body: DeleteRequest) -> StagedResponse:
         """Stage the deletion of documents by id (``delete``)."""
         staged = await write(engine.delete, body.ids, missing_ok=body.missing_ok)
         return StagedResponse(staged=staged)
 
-    @app.post("/commit", dependencies=keyed)
+    @app.post("/commit", dependencies=keyed, responses=written)
     async def post_commit() -> CommitResponse:
         """Make the staged changes visible to searches from now on (``commit``)."""
         await write(engine.commit)
@@ -166,7 +190,12 @@ def create_app(
             segments=engine.num_segments,
         )
 
-    @app.get("/metrics", dependencies=keyed)
+    @app.get(
+        "/metrics",
+        dependencies=keyed,
+        response_class=Response,
+        responses={**refused, 200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    )
     async def get_metrics() -> Response:
         """Prometheus text: requests and latency per endpoint, search stages, documents."""
         metrics.documents.set(len(engine))

@@ -10,6 +10,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 """Histogram bounds in seconds, from a cached BM25 query to a large commit."""
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
+"""Histogram bounds of the queries per engine search."""
 
 
 class ServerMetrics:
@@ -43,6 +45,12 @@ class ServerMetrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.batch_sizes = Histogram(
+            "hybrid_engine_search_batch_queries",
+            "Queries per engine search (concurrent requests batched together).",
+            buckets=BATCH_BUCKETS,
+            registry=self.registry,
+        )
         self.documents = Gauge(
             "hybrid_engine_documents",
             "Live documents of the last commit.",
@@ -54,10 +62,11 @@ class ServerMetrics:
         self.requests.labels(endpoint=endpoint, status=str(status)).inc()
         self.latency.labels(endpoint=endpoint).observe(seconds)
 
-    def observe_stages(self, timings_ms: Mapping[str, float]) -> None:
-        """One search's stage timings, given in milliseconds."""
+    def observe_stages(self, timings_ms: Mapping[str, float], queries: int) -> None:
+        """One engine search: its stage timings, given in milliseconds, and its queries."""
         for stage, ms in timings_ms.items():
             self.stages.labels(stage=stage).observe(ms / 1000.0)
+        self.batch_sizes.observe(queries)
 
     def exposition(self) -> bytes:
         """The Prometheus text format of every instrument."""

@@ -4,9 +4,12 @@ length). A body outside them is answered 422 naming the field."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from hybrid_engine.pipeline.fusion import METHODS
 
 MAX_QUERIES = 64
 """Queries per ``POST /search``."""
@@ -22,33 +25,48 @@ MAX_TITLE_CHARS = 1_000
 """Characters of a document's title or id."""
 
 
+QueryText = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+"""A query of a batch."""
+Weight = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+"""A retriever's fusion weight."""
+
+
 class SearchRequest(BaseModel):
     """``POST /search``: one ``query`` or a batch of ``queries`` (exactly one of them), and
     ``HybridIndex.search``'s options (None: the engine's default)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"oneOf": [{"required": ["query"]}, {"required": ["queries"]}]},
+    )
 
-    query: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
-    queries: list[str] | None = Field(default=None, min_length=1, max_length=MAX_QUERIES)
+    # Not nullable in the schema: "exactly one of" is its oneOf of the two.
+    query: str | SkipJsonSchema[None] = Field(default=None, max_length=MAX_TEXT_CHARS)
+    queries: list[QueryText] | SkipJsonSchema[None] = Field(
+        default=None, min_length=1, max_length=MAX_QUERIES
+    )
     k: int = Field(default=10, ge=1, le=MAX_K)
     filter: dict[str, Any] | None = None
     rerank: int | None = Field(default=None, ge=1, le=MAX_K)
     mmr: float | None = Field(default=None, ge=0.0, le=1.0)
-    fusion: str | None = None
+    fusion: Literal[METHODS] | None = None  # type: ignore[valid-type]
+    weights: dict[str, Weight] | None = Field(default=None, max_length=16)
+    depth: int | None = Field(default=None, ge=1, le=MAX_K)
 
     @model_validator(mode="after")
     def _one_of_query_and_queries(self) -> SearchRequest:
         if (self.query is None) == (self.queries is None):
             raise ValueError("give exactly one of 'query' (a text) and 'queries' (a list)")
-        if self.queries is not None:
-            for i, text in enumerate(self.queries):
-                if len(text) > MAX_TEXT_CHARS:
-                    raise ValueError(f"queries[{i}] is longer than {MAX_TEXT_CHARS} characters")
         return self
 
     def texts(self) -> list[str]:
         """The query texts, a single ``query`` as a batch of one."""
         return [self.query] if self.query is not None else list(self.queries or [])
+
+    def options(self) -> dict[str, Any]:
+        """``HybridIndex.search``'s keyword arguments: ``k`` and the options given."""
+        given = self.model_dump(exclude={"query", "queries"}, exclude_none=True)
+        return {"k": self.k, **given}
 
 
 class HitOut(BaseModel):
@@ -69,11 +87,13 @@ class QueryResult(BaseModel):
 
 
 class SearchResponse(BaseModel):
-    """The hits of each query, in the request's order, and the milliseconds of each stage of
-    the one engine search that answered the batch (``HybridResult.timings``)."""
+    """The hits of each query, in the request's order; the milliseconds of each stage of the
+    engine search that answered them (``HybridResult.timings``), and how many queries that
+    search answered (more than the request's when concurrent requests were batched)."""
 
     results: list[QueryResult]
     timings_ms: dict[str, float]
+    batch_size: int
 
 
 class DocumentIn(BaseModel):
@@ -134,3 +154,9 @@ class HealthResponse(BaseModel):
     retrievers: list[str]
     documents: int
     segments: int
+
+
+class ErrorResponse(BaseModel):
+    """A refused request (4xx, or 503 when overloaded): what was wrong and how to fix it."""
+
+    detail: str

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from hybrid_engine.progress import progress_bar
 from hybrid_engine.training.examples import TrainingSet
 from hybrid_engine.training.model import require_training, tokenize_pairs
 from hybrid_engine.training.negatives import listwise_groups
@@ -118,32 +118,31 @@ def fit(
     rng = np.random.default_rng(settings.seed)
     losses: list[float] = []
     model.train()
-    bar = tqdm(total=total_steps, desc="training", disable=not show_progress)
-    while len(losses) < total_steps:
-        order = rng.permutation(len(pairs)).tolist()
-        for start in range(0, len(pairs), settings.batch_size):
-            if len(losses) == total_steps:
-                break
-            chunk = order[start : start + settings.batch_size]
-            queries, texts = listwise_groups(
-                pairs,
-                examples.pools,
-                examples.documents,
-                chunk,
-                negatives=settings.negatives,
-                mode=settings.negative_mode,
-                rng=rng,
-            )
-            batch = tokenize_pairs(tokenizer, queries, texts, settings.max_length)
-            logits = model(**batch).logits.view(len(chunk), 1 + settings.negatives)
-            loss = listwise_loss(logits)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            losses.append(loss.item())
-            bar.update(1)
-            bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
-    bar.close()
+    with progress_bar(total=total_steps, desc="training", show=show_progress) as bar:
+        while len(losses) < total_steps:
+            order = rng.permutation(len(pairs)).tolist()
+            for start in range(0, len(pairs), settings.batch_size):
+                if len(losses) == total_steps:
+                    break
+                chunk = order[start : start + settings.batch_size]
+                queries, texts = listwise_groups(
+                    pairs,
+                    examples.pools,
+                    examples.documents,
+                    chunk,
+                    negatives=settings.negatives,
+                    mode=settings.negative_mode,
+                    rng=rng,
+                )
+                batch = tokenize_pairs(tokenizer, queries, texts, settings.max_length)
+                logits = model(**batch).logits.view(len(chunk), 1 + settings.negatives)
+                loss = listwise_loss(logits)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+                losses.append(loss.item())
+                bar.update(1)
+                bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
     return losses

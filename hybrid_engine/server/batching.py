@@ -1,0 +1,202 @@
+"""Micro-batching of concurrent searches: requests with the same options that arrive while the
+engine is busy share one ``HybridIndex.search`` call (one encoder call, one batched search per
+leg, one cross-encoder call).
+
+The policy adds no wait to a request that finds the engine idle: it runs at once. Requests
+that arrive while ``max_running`` batches are in flight queue by their options; a group runs
+when a batch finishes (the oldest group first), when it holds ``max_batch`` queries, or when
+its first request has waited ``max_wait_ms``, whichever comes first. At most ``max_queued``
+queries wait; beyond that a request is refused (``BatcherFullError``, the server's 503).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi.concurrency import run_in_threadpool
+
+from hybrid_engine.live.snapshot import Hit
+
+Rows = tuple[list[list[Hit]], dict[str, float]]
+"""One engine call's hits per query and its stage timings in milliseconds."""
+Search = Callable[[list[str], Mapping[str, Any]], Rows]
+"""``(texts, options) -> (hits per text, timings)``: one engine call (``HybridIndex.search``)."""
+
+
+class BatcherFullError(RuntimeError):
+    """More queries wait than the batcher's ``max_queued``: the server is overloaded."""
+
+
+@dataclass(frozen=True)
+class BatchPolicy:
+    """When queued searches run (the module docstring describes the policy).
+
+    Attributes
+    ----------
+    max_batch : int
+        Queries in one engine call, >= 1 (a single request with more runs alone, whole).
+    max_wait_ms : float
+        Longest a queued request waits for its group to fill, >= 0.
+    max_running : int
+        Engine calls in flight before requests queue, >= 1.
+    max_queued : int
+        Queries waiting, at most, >= 1.
+    """
+
+    max_batch: int = 32
+    max_wait_ms: float = 5.0
+    max_running: int = 1
+    max_queued: int = 4096
+
+    def __post_init__(self) -> None:
+        for name in ("max_batch", "max_running", "max_queued"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"BatchPolicy.{name} must be an int >= 1, got {value!r}")
+        if not self.max_wait_ms >= 0:
+            raise ValueError(f"BatchPolicy.max_wait_ms must be >= 0, got {self.max_wait_ms!r}")
+
+
+@dataclass(frozen=True)
+class BatchedResult:
+    """One request's share of a batched engine call.
+
+    Attributes
+    ----------
+    hits : list of list of Hit
+        The request's queries' hits, best first.
+    timings : dict of str to float
+        The milliseconds of each stage of the engine call (the whole batch's).
+    batch_size : int
+        Queries the engine call answered.
+    """
+
+    hits: list[list[Hit]]
+    timings: dict[str, float]
+    batch_size: int
+
+    @classmethod
+    def share(cls, rows: Rows, start: int, stop: int) -> BatchedResult:
+        """Rows ``start:stop`` of an engine call's ``rows``."""
+        hits, timings = rows
+        return cls(hits[start:stop], timings, len(hits))
+
+
+@dataclass
+class _Group:
+    """Requests with the same options, waiting to run together."""
+
+    options: Mapping[str, Any]
+    texts: list[str] = field(default_factory=list)
+    waiters: list[tuple[int, int, asyncio.Future[BatchedResult]]] = field(default_factory=list)
+    timer: asyncio.TimerHandle | None = None
+
+
+class SearchBatcher:
+    """Runs searches through ``search``, batching those that wait (module docstring).
+
+    Parameters
+    ----------
+    search : callable
+        ``(texts, options) -> (hits per text, timings)``, run in the threadpool.
+    policy : BatchPolicy
+        When queued requests run.
+    """
+
+    def __init__(self, search: Search, policy: BatchPolicy) -> None:
+        self._search = search
+        self.policy = policy
+        self._groups: dict[str, _Group] = {}
+        self._running = 0
+        self._queued = 0
+
+    async def search(self, texts: Sequence[str], options: Mapping[str, Any]) -> BatchedResult:
+        """The result of ``texts`` searched with ``options``, alone or in a batch.
+
+        Raises
+        ------
+        BatcherFullError
+            ``max_queued`` queries wait already.
+        ValueError, TypeError
+            What the engine raises for these options (the request is rerun alone first, so
+            the error is its own).
+        """
+        if self._running < self.policy.max_running and not self._groups:
+            return await self._run_alone(list(texts), options)
+        if self._queued + len(texts) > self.policy.max_queued:
+            raise BatcherFullError(
+                f"{self._queued} queries are waiting (max_queued={self.policy.max_queued}): "
+                "retry later, or run more servers"
+            )
+        key = json.dumps(options, sort_keys=True, default=repr)
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = _Group(options)
+            loop = asyncio.get_running_loop()
+            group.timer = loop.call_later(self.policy.max_wait_ms / 1000.0, self._start, key)
+        future: asyncio.Future[BatchedResult] = asyncio.get_running_loop().create_future()
+        start = len(group.texts)
+        group.texts.extend(texts)
+        group.waiters.append((start, len(group.texts), future))
+        self._queued += len(texts)
+        if len(group.texts) >= self.policy.max_batch:
+            self._start(key)
+        return await future
+
+    async def _run_alone(self, texts: list[str], options: Mapping[str, Any]) -> BatchedResult:
+        self._running += 1
+        try:
+            rows = await run_in_threadpool(self._search, texts, options)
+        finally:
+            self._finished()
+        return BatchedResult.share(rows, 0, len(texts))
+
+    def _start(self, key: str) -> None:
+        """Run the group ``key`` now (a timer, a full group or a finished batch calls this)."""
+        group = self._groups.pop(key, None)
+        if group is None:
+            return  # already started
+        if group.timer is not None:
+            group.timer.cancel()
+        self._queued -= len(group.texts)
+        self._running += 1
+        asyncio.get_running_loop().create_task(self._run_group(group))
+
+    async def _run_group(self, group: _Group) -> None:
+        try:
+            try:
+                rows = await run_in_threadpool(self._search, group.texts, group.options)
+            except Exception as exc:
+                if len(group.waiters) > 1:
+                    await self._run_each(group)
+                elif not group.waiters[0][2].done():
+                    group.waiters[0][2].set_exception(exc)
+                return
+            for start, stop, future in group.waiters:
+                if not future.done():  # its client may have gone
+                    future.set_result(BatchedResult.share(rows, start, stop))
+        finally:
+            self._finished()
+
+    async def _run_each(self, group: _Group) -> None:
+        """After a failed batch: each request alone, so each gets its own result or error."""
+        for start, stop, future in group.waiters:
+            try:
+                texts = group.texts[start:stop]
+                rows = await run_in_threadpool(self._search, texts, group.options)
+            except Exception as exc:
+                if not future.done():
+                    future.set_exception(exc)
+            else:
+                if not future.done():
+                    future.set_result(BatchedResult.share(rows, 0, stop - start))
+
+    def _finished(self) -> None:
+        """One engine call ended: start the oldest waiting group, if any."""
+        self._running -= 1
+        if self._groups and self._running < self.policy.max_running:
+            self._start(next(iter(self._groups)))
