@@ -2,7 +2,12 @@
 
 from hybrid_engine._version import __version__
 from hybrid_engine.dense import DenseIndex, EmbeddingCache
-from hybrid_engine.errors import HybridEngineError, IndexFormatError, WriterLockedError
+from hybrid_engine.errors import (
+    HybridEngineError,
+    IndexFormatError,
+    UnknownIdError,
+    WriterLockedError,
+)
 from hybrid_engine.lexical import Analyzer, AnalyzerConfig, BM25Index, BM25Params
 from hybrid_engine.live import Hit, MergePolicy
 from hybrid_engine.metadata import Filter, MetadataColumns
@@ -34,6 +39,7 @@ __all__ = [
     "SparseVectors",
     "SpladeEncoder",
     "SpladeIndex",
+    "UnknownIdError",
     "WriterLockedError",
     "__version__",
     "fuse",

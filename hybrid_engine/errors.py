@@ -21,3 +21,15 @@ class DuplicateIdError(HybridEngineError, ValueError):
 class WriterLockedError(HybridEngineError, RuntimeError):
     """Another writer (an engine in this or another process) holds an index directory's write
     lock: one writer at a time may change it. Close the other one, or only search here."""
+
+
+class UnknownIdError(HybridEngineError, KeyError):
+    """Document ids that are not in the index (``delete``, ``get``); the message names them
+    and how to skip them (``missing_ok=True``).
+
+    A ``KeyError``, so ``except KeyError`` catches it; unlike a plain one, ``str()`` is the
+    message itself, not its ``repr``.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

@@ -13,6 +13,7 @@ from hybrid_engine.evaluation import (
     load_corpus,
     load_qrels,
     load_queries,
+    read_corpus,
 )
 
 # name -> (documents, judged test queries, test qrels pairs), from shared/data/README.md
@@ -126,6 +127,15 @@ def test_gzip_files_load_the_same(tmp_path: Path) -> None:
         plain.qrels,
     )
     assert available_splits(tmp_path / "zipped") == ["test"]
+
+
+def test_read_corpus_reads_lines_as_load_corpus_reads_the_file(tmp_path: Path) -> None:
+    file = tmp_path / "corpus.jsonl"
+    _write(file, _jsonl(CORPUS))
+    lines = _jsonl(CORPUS).splitlines(keepends=True)
+    assert read_corpus(iter(lines), "<stdin>") == load_corpus(file)
+    with pytest.raises(DatasetError, match=r"^<stdin>:3: duplicate _id 'd1'"):
+        read_corpus(["\n", *lines[:1], *lines[:1]], "<stdin>")  # a blank line still counts
 
 
 def test_qrels_header_is_optional(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The LangChain adapters return exactly the engine's hits (ids, order, scores, metadata)
-through LangChain's own calls (``invoke``, ``similarity_search``, ``as_retriever``), and the
-vector store's ``add_documents``/``delete`` change the live index.
+through LangChain's own calls (``invoke``, ``similarity_search``, ``as_retriever``); the
+vector store's ``add_documents``/``delete`` change the live index, and its ``get_by_ids``
+reads the documents committed.
 
 The framework is imported in a fixture, so that a missing ``langchain`` extra is a skip here
 and a failure under CI (tests/conftest.py; a module-level ``importorskip`` would be a
@@ -8,6 +9,8 @@ collection skip, which that rule does not see)."""
 
 from __future__ import annotations
 
+import asyncio
+import math
 from types import ModuleType
 from typing import Any
 
@@ -170,3 +173,20 @@ def test_from_texts(lc: ModuleType) -> None:
         lc.HybridVectorStore.from_texts(texts, object())
     with pytest.raises(ValueError, match="at least one text"):
         lc.HybridVectorStore.from_texts([], encoder=HashingEncoder())
+
+
+def test_get_by_ids_returns_the_committed_documents(lc: ModuleType, engine: HybridIndex) -> None:
+    store = lc.HybridVectorStore(engine)
+    store.delete(["d4"])
+    asked = ["d7", "missing", "d4", "d0"]  # d4 is deleted: skipped like an unknown id
+    for docs in (store.get_by_ids(asked), asyncio.run(store.aget_by_ids(asked))):
+        assert [d.id for d in docs] == ["d7", "d0"]
+        for doc in docs:
+            source = document(int(doc.id[1:]))
+            assert doc.page_content == f"{source['title']} {source['text']}"
+            score = doc.metadata.pop("score")
+            assert math.isnan(score)
+            assert doc.metadata == {**source["metadata"], "id": doc.id, "title": source["title"]}
+    assert store.get_by_ids([]) == [] and store.get_by_ids(["missing"]) == []
+    with pytest.raises(TypeError, match="ids must be str"):
+        store.get_by_ids([7])

@@ -4,6 +4,7 @@ its live documents; hits with metadata; staged changes invisible until commit; e
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from live_oracle import (
 )
 from sparse_oracle import HashingSparseEncoder
 
-from hybrid_engine import IndexFormatError
+from hybrid_engine import IndexFormatError, UnknownIdError
 from hybrid_engine.pipeline.engine import HybridIndex
 
 
@@ -182,3 +183,42 @@ def test_save_needs_a_new_or_empty_directory(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     engine.save(tmp_path / "empty")
     assert engine.path == tmp_path / "empty"
+
+
+def test_get_returns_the_committed_documents_in_the_order_asked() -> None:
+    engine = new_engine([document(i) for i in range(8)])
+    engine.delete(["d3"])
+    engine.upsert([document(5, version=2)])
+    engine.add([document(20)])
+    engine.commit()
+    engine.add([document(30)])  # staged, not committed: get does not see it
+    sources = {"d0": document(0), "d5": document(5, version=2), "d20": document(20)}
+    sources["d7"] = document(7)
+    asked = ["d20", "d0", "d7", "d5", "d0"]
+    hits = engine.get(asked)
+    assert [hit.id for hit in hits] == asked
+    for hit in hits:
+        source = sources[hit.id]
+        assert (hit.title, hit.text, hit.metadata) == (
+            source["title"],
+            source["text"],
+            source["metadata"],
+        )
+        assert math.isnan(hit.score)
+    assert engine.get([]) == []
+    for unknown in ("d3", "d30", "nope"):  # deleted, staged only, never added
+        with pytest.raises(UnknownIdError) as raised:
+            engine.get(["d0", unknown, "also-unknown"])
+        message = str(raised.value)  # the message itself, not a KeyError's repr of it
+        assert message.startswith(f"document id '{unknown}' is not in the index")
+        assert "missing_ok=True" in message and "also-unknown" not in message
+    with pytest.raises(KeyError):  # an UnknownIdError is a KeyError
+        engine.get(["nope"])
+    found = engine.get(["d3", "d7", "d30", "d0"], missing_ok=True)
+    assert [hit.id for hit in found] == ["d7", "d0"]
+    with pytest.raises(TypeError, match=r"use \['d1'\]"):
+        engine.get("d1")
+    with pytest.raises(TypeError, match="ids must be str"):
+        engine.get(["d1", 2])  # type: ignore[list-item]
+    engine.commit()
+    assert [hit.id for hit in engine.get(["d30"])] == ["d30"]  # visible once committed

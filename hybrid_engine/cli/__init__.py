@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 import sys
+import traceback
 from argparse import ArgumentParser
 from collections.abc import Sequence
 
 from hybrid_engine._version import __version__
-from hybrid_engine.cli import demo, index, models, search, serve, train, tune
+from hybrid_engine.cli import add, delete, demo, index, models, search, serve, train, tune
 from hybrid_engine.cli import eval as evaluate
-from hybrid_engine.errors import HybridEngineError
-from hybrid_engine.evaluation import DatasetError
+from hybrid_engine.cli._errors import USER_ERRORS, error_message, is_user_error
 
-COMMANDS = (index, search, serve, evaluate, tune, train, models, demo)
+COMMANDS = (index, add, delete, search, serve, evaluate, tune, train, models, demo)
 """The command modules, in the order of ``--help``."""
 
 
@@ -21,6 +21,11 @@ def build_parser() -> ArgumentParser:
     """The argument parser of ``hybrid-engine`` (exposed for docs and tests)."""
     parser = ArgumentParser(prog="hybrid-engine", description="Embedded CPU-only hybrid retrieval.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an error, print its full traceback instead of one line (exit status 2 still)",
+    )
     subparsers = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.add_parser(subparsers)
@@ -28,10 +33,20 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``hybrid-engine`` console script; returns the exit status."""
+    """Entry point of the ``hybrid-engine`` console script; returns the exit status.
+
+    An error the user caused (``_errors.is_user_error``: a bad argument, file or index, an
+    unknown id, a locked index) prints one line, ``hybrid-engine CMD: error: ...``, or its
+    traceback with ``--debug``, and returns 2. Any other exception is a bug and propagates.
+    """
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (HybridEngineError, DatasetError, ValueError, TypeError, FileExistsError) as exc:
-        print(f"hybrid-engine {args.command}: error: {exc}", file=sys.stderr)
+    except USER_ERRORS as exc:
+        if not is_user_error(exc):
+            raise
+        if args.debug:
+            traceback.print_exc()
+        else:
+            print(f"hybrid-engine {args.command}: error: {error_message(exc)}", file=sys.stderr)
         return 2

@@ -79,7 +79,8 @@ def leg_options(args: argparse.Namespace) -> LegOptions:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Build and save the engine; print a one-line summary unless ``--quiet``."""
+    """Build and save the engine (the write lock is given back after); print a one-line
+    summary unless ``--quiet``."""
     retrievers = parse_retrievers(args.retrievers)  # before reading: a typo fails at once
     options = leg_options(args)
     corpus = load_corpus(args.corpus)
@@ -92,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         num_threads=args.threads,
         show_progress=not args.quiet,
     )
-    engine.save(args.output)
+    with engine:  # saving takes the directory's write lock; give it up when done
+        engine.save(args.output)
     if not args.quiet:
         model = f" ({args.variant} bi-encoder)" if "dense" in engine.retrievers else ""
         print(

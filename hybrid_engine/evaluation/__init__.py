@@ -8,6 +8,7 @@ from hybrid_engine.evaluation.datasets import (
     load_corpus,
     load_qrels,
     load_queries,
+    read_corpus,
 )
 from hybrid_engine.evaluation.metrics import (
     SUPPORTED_METRICS,
@@ -29,5 +30,6 @@ __all__ = [
     "load_qrels",
     "load_queries",
     "parse_metric",
+    "read_corpus",
     "run_from_results",
 ]

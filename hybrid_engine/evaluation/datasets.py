@@ -12,7 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -27,6 +27,7 @@ __all__ = [
     "load_corpus",
     "load_qrels",
     "load_queries",
+    "read_corpus",
 ]
 
 _QRELS_HEADER = ("query-id", "corpus-id", "score")
@@ -160,20 +161,45 @@ def load_corpus(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         ``_id`` repeats.
     """
     file = _input_file(path, "corpus.jsonl")
+    with _open_text(file) as lines:
+        return read_corpus(lines, file)
+
+
+def read_corpus(lines: Iterable[str], source: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The corpus in ``lines`` of JSON, as ``load_corpus`` reads a file (e.g. ``sys.stdin``).
+
+    Parameters
+    ----------
+    lines : iterable of str
+        One ``{"_id", "title", "text"}`` object per line (other keys as in ``load_corpus``);
+        blank lines are skipped.
+    source : str or os.PathLike
+        What errors name as the file, e.g. ``"<stdin>"``.
+
+    Returns
+    -------
+    list of dict
+        As ``load_corpus``.
+
+    Raises
+    ------
+    DatasetError
+        As ``load_corpus``, naming ``source`` and the line.
+    """
     corpus: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for line_number, record in _read_jsonl(file):
-        doc_id = _id_field(record, file, line_number, seen)
+    for line_number, record in _parse_jsonl(lines, source):
+        doc_id = _id_field(record, source, line_number, seen)
         title = record.get("title")
         doc: dict[str, Any] = {
             "_id": doc_id,
             "title": "" if title is None else str(title),
-            "text": _text_field(record, file, line_number),
+            "text": _text_field(record, source, line_number),
         }
         try:
             metadata = document_metadata(record, line_number)
         except (TypeError, ValueError) as exc:
-            raise DatasetError(f"{file}, line {line_number}: {exc}") from None
+            raise DatasetError(f"{source}, line {line_number}: {exc}") from None
         if metadata:
             doc["metadata"] = metadata
         corpus.append(doc)
@@ -295,25 +321,34 @@ def _open_text(file: Path) -> IO[str]:
 
 
 def _read_jsonl(file: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, object)`` for each non-blank line; line numbers start at 1."""
+    """``_parse_jsonl`` of a file's lines."""
     with _open_text(file) as lines:
-        for line_number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DatasetError(
-                    f"{file}:{line_number}: malformed JSON ({error.msg} at column {error.colno})"
-                ) from None
-            if not isinstance(record, dict):
-                raise DatasetError(
-                    f"{file}:{line_number}: expected a JSON object, got {type(record).__name__}"
-                )
-            yield line_number, record
+        yield from _parse_jsonl(lines, file)
 
 
-def _id_field(record: dict[str, Any], file: Path, line_number: int, seen: set[str]) -> str:
+def _parse_jsonl(
+    lines: Iterable[str], file: str | os.PathLike[str]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line number, object)`` for each non-blank line; line numbers start at 1."""
+    for line_number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DatasetError(
+                f"{file}:{line_number}: malformed JSON ({error.msg} at column {error.colno})"
+            ) from None
+        if not isinstance(record, dict):
+            raise DatasetError(
+                f"{file}:{line_number}: expected a JSON object, got {type(record).__name__}"
+            )
+        yield line_number, record
+
+
+def _id_field(
+    record: dict[str, Any], file: str | os.PathLike[str], line_number: int, seen: set[str]
+) -> str:
     raw = record.get("_id")
     if raw is None or isinstance(raw, (dict, list)):
         raise DatasetError(f'{file}:{line_number}: missing "_id" (a string or number)')
@@ -324,7 +359,7 @@ def _id_field(record: dict[str, Any], file: Path, line_number: int, seen: set[st
     return identifier
 
 
-def _text_field(record: dict[str, Any], file: Path, line_number: int) -> str:
+def _text_field(record: dict[str, Any], file: str | os.PathLike[str], line_number: int) -> str:
     text = record.get("text")
     if not isinstance(text, str):
         raise DatasetError(f'{file}:{line_number}: missing "text" (a string)')

@@ -4,8 +4,9 @@ vector store (``HybridVectorStore``) whose ``add_documents`` and ``delete`` chan
 Both return ``langchain_core.documents.Document``\\ s built the same way from a hit
 (``Hit``): ``page_content`` is the text the engine indexed (the title, a space and the text;
 the text alone without a title), ``id`` the document id, and ``metadata`` the document's
-metadata fields plus ``"id"``, ``"score"`` (the search's: fused, reranked or MMR's) and
-``"title"`` (``""`` where none); those three keys win over metadata fields of the same names.
+metadata fields plus ``"id"``, ``"score"`` (the search's: fused, reranked or MMR's; NaN
+from ``get_by_ids``, which is no search) and ``"title"`` (``""`` where none); those three
+keys win over metadata fields of the same names.
 
 Needs the ``langchain`` extra (``pip install 'hybrid-engine[langchain]'``).
 """
@@ -95,8 +96,9 @@ class HybridVectorStore(VectorStore):
 
     ``add_texts``/``add_documents`` upsert then commit (the documents are searchable and, in
     an engine attached to a directory, durable when they return), ``delete`` deletes then
-    commits; the searches return ``Document``\\ s as the module docstring describes, with
-    the search's score. ``as_retriever()`` is LangChain's ``VectorStoreRetriever``
+    commits, ``get_by_ids`` reads committed documents by id; the searches return
+    ``Document``\\ s as the module docstring describes, with the search's score.
+    ``as_retriever()`` is LangChain's ``VectorStoreRetriever``
     (``search_type`` ``"similarity"`` or ``"mmr"``; ``"similarity_score_threshold"`` needs
     relevance scores in ``[0, 1]``, which fused scores are not, so it raises
     NotImplementedError).
@@ -188,6 +190,24 @@ class HybridVectorStore(VectorStore):
         self.engine.delete(ids, **kwargs)
         self.engine.commit()
         return True
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """The documents of the last commit with these ids (``HybridIndex.get``); ids not in
+        it are skipped, without error, as LangChain asks.
+
+        Returns
+        -------
+        list of Document
+            Built as search results are (the module docstring), in the order of ``ids`` (an
+            id given twice comes back twice), with ``metadata["score"]`` NaN: a lookup is no
+            search.
+
+        Raises
+        ------
+        TypeError
+            ``ids`` is a single ``str``, or holds something other than ``str``.
+        """
+        return [hit_document(hit) for hit in self.engine.get(ids, missing_ok=True)]
 
     def similarity_search(
         self, query: str, k: int = DEFAULT_K, filter: Any = None, **kwargs: Any

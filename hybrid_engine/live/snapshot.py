@@ -12,7 +12,8 @@ turn them into ids and hits.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -21,6 +22,7 @@ import numpy as np
 
 from hybrid_engine.corpus import DocIds
 from hybrid_engine.dense.index import DenseIndex, joined_exact
+from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.statistics import TermMap, scored_views
@@ -42,7 +44,8 @@ class Hit:
     id : str
         The document's external id.
     score : float
-        Its score in the result (fused, reranked or MMR's, as the search returned).
+        Its score in the result (fused, reranked or MMR's, as the search returned); NaN in
+        the hits of ``HybridIndex.get``, which is no search.
     title, text : str
         The document's title (``""`` where none) and text (without the title).
     metadata : dict
@@ -145,7 +148,37 @@ class Snapshot:
         return self.segments[s].docs.texts[row]
 
     def hit(self, position: int, score: float) -> Hit:
-        s, row = self._one(position)
+        return self._hit(*self._one(position), score)
+
+    def get(self, ids: Iterable[str], *, missing_ok: bool) -> list[Hit]:
+        """The live documents with ``ids``, in that order, as hits of score NaN.
+
+        Raises
+        ------
+        TypeError
+            ``ids`` is a single ``str``, or holds something other than ``str``.
+        UnknownIdError
+            An id that no live document has (the first one named), unless ``missing_ok``:
+            then it is left out.
+        """
+        if isinstance(ids, str):
+            raise TypeError(f"ids must be an iterable of str, got the str {ids!r}; use [{ids!r}]")
+        locations = self.locations()
+        hits = []
+        for doc_id in ids:
+            if not isinstance(doc_id, str):
+                raise TypeError(f"ids must be str, got {type(doc_id).__name__} ({doc_id!r})")
+            where = locations.get(doc_id)
+            if where is not None:
+                hits.append(self._hit(*where, math.nan))
+            elif not missing_ok:
+                raise UnknownIdError(
+                    f"document id {doc_id!r} is not in the index (in its last commit); pass "
+                    "missing_ok=True to leave unknown ids out"
+                )
+        return hits
+
+    def _hit(self, s: int, row: int, score: float) -> Hit:
         docs = self.segments[s].docs
         metadata = docs.metadata.record(row)
         return Hit(docs.ids[row], float(score), docs.titles[row], docs.text(row), metadata)

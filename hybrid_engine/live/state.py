@@ -19,7 +19,7 @@ import numpy as np
 
 from hybrid_engine.corpus import Document
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
-from hybrid_engine.errors import IndexFormatError
+from hybrid_engine.errors import IndexFormatError, UnknownIdError
 from hybrid_engine.live import commits
 from hybrid_engine.live.commits import CommitPoint, SegmentEntry, WriterLock
 from hybrid_engine.live.config import EngineConfig
@@ -96,7 +96,7 @@ class LiveState:
             self._take_writer_lock()
             unknown = [doc_id for doc_id in ids if not self._pending.is_live(self.snapshot, doc_id)]
             if unknown and not missing_ok:
-                raise KeyError(
+                raise UnknownIdError(
                     f"{len(unknown)} id(s) are not in the index, e.g. {unknown[:5]}; nothing was "
                     "deleted (pass missing_ok=True to delete the others)"
                 )

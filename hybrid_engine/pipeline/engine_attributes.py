@@ -1,14 +1,17 @@
 """What a ``HybridIndex`` shows of itself: its reranker and the gate's verdict, the last
-commit's texts, ids and segments, the retrievers and, for an index of one segment, its legs."""
+commit's texts, ids, documents by id and segments, the retrievers and, for an index of one
+segment, its legs."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from hybrid_engine.corpus import DocIds
 from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.live.segment import Segment
+from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.packed import PackedStrings
@@ -17,7 +20,7 @@ from hybrid_engine.sparse.index import SpladeIndex
 
 
 class EngineAttributes:
-    """The read-only properties of ``HybridIndex``."""
+    """The read-only properties of ``HybridIndex``, and its reads of documents by id."""
 
     _state: LiveState
     _reranker: CrossEncoder | None
@@ -69,6 +72,38 @@ class EngineAttributes:
         """The ``_id`` of every position of the last commit (deleted documents keep their
         positions until a merge; results never hold them)."""
         return self._state.snapshot.doc_ids
+
+    def get(self, ids: Iterable[str], *, missing_ok: bool = False) -> list[Hit]:
+        """The documents of the last commit with these ids, in the order of ``ids``.
+
+        Parameters
+        ----------
+        ids : iterable of str
+            Document ids; an id given twice comes back twice. Staged documents (added or
+            upserted since the last commit) are not seen, as searches do not see them.
+        missing_ok : bool
+            Leave out the ids no live document has, instead of raising.
+
+        Returns
+        -------
+        list of Hit
+            One per id found: its id, title, text and metadata as a search hit has them, and
+            ``score`` NaN: a ``get`` is no search, and NaN cannot pass for a search's score.
+
+        Raises
+        ------
+        UnknownIdError
+            A ``KeyError`` naming the first id not in the last commit, unless ``missing_ok``.
+        TypeError
+            ``ids`` is a single ``str`` (wrap it in a list), or holds something other than
+            ``str``.
+
+        Notes
+        -----
+        Thread-safe: every id is read from the one commit that was the last when the call
+        started. The first call after a commit maps every live id once (one pass over them).
+        """
+        return self._state.snapshot.get(ids, missing_ok=missing_ok)
 
     @property
     def num_segments(self) -> int:

@@ -60,9 +60,9 @@ class Lifecycle:
 
         Raises
         ------
-        KeyError
-            Ids not in the index (nor staged), unless ``missing_ok``: then they are skipped.
-            Nothing is staged on an error.
+        UnknownIdError
+            A ``KeyError``: ids not in the index (nor staged), unless ``missing_ok``: then
+            they are skipped. Nothing is staged on an error.
 
         Returns
         -------

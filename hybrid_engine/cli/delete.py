@@ -1,0 +1,68 @@
+"""``hybrid-engine delete INDEX ID...``: delete documents of a saved live index by id and
+commit once."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from hybrid_engine.cli._engine import load_engine
+from hybrid_engine.cli._live import STDIN, add_index_arguments, summary
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``delete`` to the ``hybrid-engine`` subparsers."""
+    p = subparsers.add_parser("delete", help="delete documents of a saved index by id and commit")
+    add_index_arguments(p)
+    p.add_argument("ids", nargs="*", metavar="ID", help="document ids")
+    p.add_argument(
+        "--ids-file",
+        default=None,
+        metavar="FILE",
+        help=f"more ids, one per line (blank lines skipped, ends trimmed; {STDIN}: stdin)",
+    )
+    p.add_argument(
+        "--missing-ok",
+        action="store_true",
+        help="skip ids that are not in the index (default: any is an error, nothing deleted)",
+    )
+    p.set_defaults(func=run)
+
+
+def read_ids(args: argparse.Namespace) -> list[str]:
+    """The ids on the command line then those of ``--ids-file``, each once, in order.
+
+    Raises
+    ------
+    ValueError
+        No id at all.
+    OSError
+        ``--ids-file`` cannot be read.
+    """
+    ids = list(args.ids)
+    if args.ids_file == STDIN:
+        ids.extend(line.strip() for line in sys.stdin)
+    elif args.ids_file is not None:
+        with open(args.ids_file, encoding="utf-8") as lines:
+            ids.extend(line.strip() for line in lines)
+    ids = list(dict.fromkeys(doc_id for doc_id in ids if doc_id))
+    if not ids:
+        raise ValueError("no ids to delete: give them as arguments or in --ids-file")
+    return ids
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the index, stage the deletions, commit once and print one line.
+
+    The write lock is held from the staging to the end of the commit. An unknown id without
+    ``--missing-ok`` is an error, and nothing is committed on any error.
+    """
+    ids = read_ids(args)
+    engine = load_engine(args.index, variant=None, num_threads=args.threads, mmap=False)
+    with engine:
+        count = engine.delete(ids, missing_ok=args.missing_ok)
+        engine.commit(num_threads=args.threads)
+        skipped = f" ({len(ids) - count} not in the index, skipped)" if count < len(ids) else ""
+        print(summary(f"deleted {count} document(s){skipped}", engine))
+    return 0
