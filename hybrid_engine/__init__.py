@@ -3,6 +3,7 @@
 from hybrid_engine._version import __version__
 from hybrid_engine.dense import DenseIndex, EmbeddingCache
 from hybrid_engine.errors import (
+    DuplicateIdError,
     HybridEngineError,
     IndexFormatError,
     UnknownIdError,
@@ -24,6 +25,7 @@ __all__ = [
     "BM25Params",
     "CrossEncoder",
     "DenseIndex",
+    "DuplicateIdError",
     "EmbeddingCache",
     "Encoder",
     "Filter",

@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from dense_oracle import HashingEncoder
 from live_oracle import QUERIES, document, live_documents, new_engine
 
 from hybrid_engine import HybridIndex
@@ -74,6 +75,8 @@ def test_search_passes_filter_fusion_and_mmr(server: ModuleType, engine: HybridI
         ({"query": "cat", "k": 0}, "k"),
         ({"query": "cat", "k": 1001}, "k"),
         ({"query": "cat", "mmr": 1.5}, "mmr"),
+        ({"query": "cat", "fusion": "median"}, "fusion"),
+        ({"query": "cat", "weights": {"bm25": -1.0}}, "weights"),
         ({"query": "cat", "queries": ["dog"]}, "exactly one of 'query'"),
         ({}, "exactly one of 'query'"),
         ({"queries": ["cat"] * 65}, "queries"),
@@ -93,7 +96,7 @@ def test_a_bad_search_body_is_422_naming_the_field(
     ("body", "named"),
     [
         ({"query": "cat", "filter": {"group": {"$near": 1}}}, "$near"),
-        ({"query": "cat", "fusion": "median"}, "median"),
+        ({"query": "cat", "weights": {"splade": 2.0}}, "splade"),  # not a retriever here
         ({"query": "cat", "rerank": 5}, "rerank"),  # no reranker
     ],
 )
@@ -122,13 +125,13 @@ def test_documents_then_commit_make_them_searchable(
     assert ids == [f"d{i}" for i in range(30)] + ["d40", "d41", "d42"]
 
 
-def test_add_of_an_indexed_id_is_400_and_upsert_replaces_it(
+def test_add_of_an_indexed_id_is_409_and_upsert_replaces_it(
     server: ModuleType, engine: HybridIndex
 ) -> None:
     http = client(server, engine)
     again = {"documents": [document(1, version=2)]}
     refused = http.post("/documents", json=again)
-    assert refused.status_code == 400
+    assert refused.status_code == 409
     assert "'d1'" in refused.json()["detail"] and "upsert" in refused.json()["detail"]
     assert http.post("/documents", json={**again, "upsert": True}).json() == {"staged": 1}
     http.post("/commit")
@@ -242,3 +245,24 @@ def test_the_serve_command_binds_localhost_and_serves_the_loaded_index(
     assert loaded["search"].status_code == 200
     assert main(["serve", "my.idx", "--host", "0.0.0.0", "--port", "9000"]) == 0
     assert (loaded["host"], loaded["port"]) == ("0.0.0.0", 9000)
+
+
+def test_staged_changes_at_shutdown_are_reported_or_committed(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hybrid_engine.cli.serve import settle_staged
+
+    engine = new_engine([document(i) for i in range(5)])
+    engine.save(tmp_path / "index")
+    engine.add([document(99)])
+    settle_staged(engine, commit=False)
+    assert "not committed and are dropped" in capsys.readouterr().err
+    reread = HybridIndex.load(tmp_path / "index", encoder=HashingEncoder())
+    assert "d99" not in {d["_id"] for d in live_documents(reread)}
+    settle_staged(engine, commit=True)
+    assert "committed the staged changes" in capsys.readouterr().err
+    reread = HybridIndex.load(tmp_path / "index", encoder=HashingEncoder())
+    assert "d99" in {d["_id"] for d in live_documents(reread)}
+    assert not engine.has_staged
+    settle_staged(engine, commit=False)  # nothing staged: nothing said
+    assert capsys.readouterr().err == ""

@@ -62,7 +62,7 @@ def run(coroutine: Any) -> Any:
 def test_an_idle_engine_runs_a_request_at_once() -> None:
     fake = FakeEngine()
     fake.release.set()
-    batcher = SearchBatcher(fake, BatchPolicy(max_wait_ms=10_000))
+    batcher = SearchBatcher(fake, BatchPolicy())
     answer = run(batcher.search(["a", "b"], {"k": 3}))
     assert fake.batches == [(["a", "b"], {"k": 3})]
     assert [[h.id for h in row] for row in answer.hits] == [["a"], ["b"]]
@@ -71,7 +71,7 @@ def test_an_idle_engine_runs_a_request_at_once() -> None:
 
 def test_requests_waiting_while_busy_share_one_call_and_get_their_own_rows() -> None:
     fake = FakeEngine()
-    batcher = SearchBatcher(fake, BatchPolicy(max_wait_ms=10_000))
+    batcher = SearchBatcher(fake, BatchPolicy())
 
     async def scenario() -> list[Any]:
         first = asyncio.ensure_future(batcher.search(["q0"], {"k": 1}))
@@ -97,7 +97,7 @@ def test_requests_waiting_while_busy_share_one_call_and_get_their_own_rows() -> 
 
 def test_groups_never_mix_options_and_respect_max_batch() -> None:
     fake = FakeEngine()
-    batcher = SearchBatcher(fake, BatchPolicy(max_batch=2, max_wait_ms=10_000, max_running=1))
+    batcher = SearchBatcher(fake, BatchPolicy(max_batch=2))
 
     async def scenario() -> list[Any]:
         first = asyncio.ensure_future(batcher.search(["busy"], {"k": 1}))
@@ -118,25 +118,27 @@ def test_groups_never_mix_options_and_respect_max_batch() -> None:
     assert [a.hits[0][0].score for a in answers] == [1.0, 1.0, 2.0, 1.0, 2.0, 1.0]
 
 
-def test_a_request_waits_no_longer_than_max_wait() -> None:
+def test_no_more_than_max_running_calls_run_at_once() -> None:
     fake = FakeEngine()
-    batcher = SearchBatcher(fake, BatchPolicy(max_wait_ms=20.0, max_running=1))
+    batcher = SearchBatcher(fake, BatchPolicy(max_batch=1, max_running=2))
 
-    async def scenario() -> Any:
-        first = asyncio.ensure_future(batcher.search(["busy"], {"k": 1}))
-        await wait_entered(fake)
-        second = asyncio.ensure_future(batcher.search(["late"], {"k": 1}))
-        await wait_entered(fake)  # started by its timer while the first still runs
+    async def scenario() -> list[Any]:
+        tasks = [asyncio.ensure_future(batcher.search([f"q{i}"], {"k": 1})) for i in range(6)]
+        await wait_entered(fake, 2)
+        await asyncio.sleep(0.05)
+        started = len(fake.batches)  # two run, four wait
         fake.release.set()
-        return await asyncio.gather(first, second)
+        return [started, *await asyncio.gather(*tasks)]
 
-    run(scenario())
-    assert [b[0] for b in fake.batches] == [["busy"], ["late"]]
+    started, *answers = run(scenario())
+    assert started == 2
+    assert [a.hits[0][0].id for a in answers] == [f"q{i}" for i in range(6)]
+    assert sorted(b[0][0] for b in fake.batches) == [f"q{i}" for i in range(6)]
 
 
 def test_the_queue_is_bounded() -> None:
     fake = FakeEngine()
-    batcher = SearchBatcher(fake, BatchPolicy(max_wait_ms=10_000, max_queued=3))
+    batcher = SearchBatcher(fake, BatchPolicy(max_queued=3))
 
     async def scenario() -> None:
         first = asyncio.ensure_future(batcher.search(["busy"], {"k": 1}))
@@ -153,7 +155,7 @@ def test_the_queue_is_bounded() -> None:
 
 def test_an_error_in_a_batch_goes_to_its_own_request_only() -> None:
     fake = FakeEngine()
-    batcher = SearchBatcher(fake, BatchPolicy(max_wait_ms=10_000))
+    batcher = SearchBatcher(fake, BatchPolicy())
 
     async def scenario() -> list[Any]:
         first = asyncio.ensure_future(batcher.search(["busy"], {"k": 1}))
@@ -172,7 +174,7 @@ def test_an_error_in_a_batch_goes_to_its_own_request_only() -> None:
 
 @pytest.mark.parametrize(
     "policy",
-    [{"max_batch": 0}, {"max_running": 0}, {"max_queued": True}, {"max_wait_ms": -1.0}],
+    [{"max_batch": 0}, {"max_running": 0}, {"max_queued": True}],
 )
 def test_bad_policies_are_refused(policy: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=next(iter(policy))):
@@ -188,7 +190,7 @@ def test_concurrent_requests_to_a_live_server_get_the_engines_own_answers() -> N
     queries = [q for q in QUERIES for _ in range(4)]
     expected = {q: [asdict(h) for h in engine.search([q], k=5).hits()[0]] for q in set(queries)}
     batch_sizes = []
-    app = create_app(engine, batching=BatchPolicy(max_batch=8, max_wait_ms=50.0))
+    app = create_app(engine, batching=BatchPolicy(max_batch=8))
     with serve_in_thread(app) as url, ThreadPoolExecutor(8) as pool:
 
         def ask(query: str) -> tuple[str, Any]:

@@ -45,13 +45,6 @@ def add_parser(subparsers: Any) -> None:
         help="queries per batched engine call (default: %(default)s; 1: no batching)",
     )
     p.add_argument(
-        "--batch-wait-ms",
-        type=float,
-        default=5.0,
-        metavar="MS",
-        help="longest a search waits for its batch while the engine is busy (default: %(default)s)",
-    )
-    p.add_argument(
         "--commit-on-shutdown",
         action="store_true",
         help="commit staged changes when the server stops (default: drop them, with a warning)",
@@ -86,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
     batching = None
     if args.batch_max > 1:
-        batching = BatchPolicy(max_batch=args.batch_max, max_wait_ms=args.batch_wait_ms)
+        batching = BatchPolicy(max_batch=args.batch_max)
     cross_encoder = reranker(args) if args.reranker is not None else None
     engine = load_engine(args.index, variant=args.variant, num_threads=args.threads, mmap=False)
     with engine:

@@ -4,7 +4,7 @@ Searches run in the threadpool on the engine's last commit, so they never wait f
 concurrent searches with the same options share engine calls (``batching``). Writes (stage,
 delete, commit) take one asyncio lock in turn and run in the threadpool too, so the event
 loop keeps answering. Errors the engine raises on what the client sent are 4xx with
-``{"detail": "..."}``: an id already indexed 409, an unknown id (``KeyError``) 404, a bad
+``{"detail": "..."}``: an id already indexed 409, an unknown id (``UnknownIdError``) 404, a bad
 filter, fusion or weight (``ValueError``, ``TypeError``) 400; a body outside the schemas is
 422; a full batching queue is 503."""
 
@@ -23,7 +23,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.security import APIKeyHeader
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from hybrid_engine.errors import DuplicateIdError
+from hybrid_engine.errors import DuplicateIdError, UnknownIdError
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.server.batching import BatcherFullError, BatchPolicy, Rows, SearchBatcher
 from hybrid_engine.server.metrics import ServerMetrics
@@ -51,15 +51,14 @@ BATCHING = BatchPolicy()
 @contextmanager
 def engine_errors() -> Iterator[None]:
     """The engine's errors about the request as HTTP errors: ``DuplicateIdError`` 409,
-    ``KeyError`` (an unknown id) 404, ``ValueError`` and ``TypeError`` 400, a full batching
+    ``UnknownIdError`` 404, ``ValueError`` and ``TypeError`` 400, a full batching
     queue 503; the engine's message is the ``detail``."""
     try:
         yield
     except DuplicateIdError as exc:
         raise HTTPException(status_code=409, detail=str(exc)) from None
-    except KeyError as exc:
-        detail = exc.args[0] if exc.args else str(exc)
-        raise HTTPException(status_code=404, detail=str(detail)) from None
+    except UnknownIdError as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
     except (ValueError, TypeError) as exc:
         raise HTTPException(status_code=400, detail=str(exc)) from None
     except BatcherFullError as exc:

@@ -2,10 +2,11 @@
 engine is busy share one ``HybridIndex.search`` call (one encoder call, one batched search per
 leg, one cross-encoder call).
 
-The policy adds no wait to a request that finds the engine idle: it runs at once. Requests
-that arrive while ``max_running`` batches are in flight queue by their options; a group runs
-when a batch finishes (the oldest group first), when it holds ``max_batch`` queries, or when
-its first request has waited ``max_wait_ms``, whichever comes first. At most ``max_queued``
+A request that finds an engine slot free runs at once, alone: batching adds no wait. While
+``max_running`` engine calls are in flight, requests queue in groups of the same options, at
+most ``max_batch`` queries a group; each time a call ends, the oldest group runs. So the
+engine never runs more than ``max_running`` calls at once (a CPU-bound engine gains nothing
+from more), and a request waits at most for the calls ahead of it. At most ``max_queued``
 queries wait; beyond that a request is refused (``BatcherFullError``, the server's 503).
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,9 +40,8 @@ class BatchPolicy:
     Attributes
     ----------
     max_batch : int
-        Queries in one engine call, >= 1 (a single request with more runs alone, whole).
-    max_wait_ms : float
-        Longest a queued request waits for its group to fill, >= 0.
+        Queries a group of waiting requests collects, >= 1 (a single request with more
+        is a group of its own, whole).
     max_running : int
         Engine calls in flight before requests queue, >= 1.
     max_queued : int
@@ -48,7 +49,6 @@ class BatchPolicy:
     """
 
     max_batch: int = 32
-    max_wait_ms: float = 5.0
     max_running: int = 1
     max_queued: int = 4096
 
@@ -57,8 +57,6 @@ class BatchPolicy:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"BatchPolicy.{name} must be an int >= 1, got {value!r}")
-        if not self.max_wait_ms >= 0:
-            raise ValueError(f"BatchPolicy.max_wait_ms must be >= 0, got {self.max_wait_ms!r}")
 
 
 @dataclass(frozen=True)
@@ -93,7 +91,6 @@ class _Group:
     options: Mapping[str, Any]
     texts: list[str] = field(default_factory=list)
     waiters: list[tuple[int, int, asyncio.Future[BatchedResult]]] = field(default_factory=list)
-    timer: asyncio.TimerHandle | None = None
 
 
 class SearchBatcher:
@@ -110,7 +107,8 @@ class SearchBatcher:
     def __init__(self, search: Search, policy: BatchPolicy) -> None:
         self._search = search
         self.policy = policy
-        self._groups: dict[str, _Group] = {}
+        self._waiting: deque[_Group] = deque()  # oldest first
+        self._open: dict[str, _Group] = {}  # the group still filling, by options
         self._running = 0
         self._queued = 0
 
@@ -125,7 +123,7 @@ class SearchBatcher:
             What the engine raises for these options (the request is rerun alone first, so
             the error is its own).
         """
-        if self._running < self.policy.max_running and not self._groups:
+        if self._running < self.policy.max_running and not self._waiting:
             return await self._run_alone(list(texts), options)
         if self._queued + len(texts) > self.policy.max_queued:
             raise BatcherFullError(
@@ -133,18 +131,15 @@ class SearchBatcher:
                 "retry later, or run more servers"
             )
         key = json.dumps(options, sort_keys=True, default=repr)
-        group = self._groups.get(key)
-        if group is None:
-            group = self._groups[key] = _Group(options)
-            loop = asyncio.get_running_loop()
-            group.timer = loop.call_later(self.policy.max_wait_ms / 1000.0, self._start, key)
+        group = self._open.get(key)
+        if group is None or len(group.texts) + len(texts) > self.policy.max_batch:
+            group = self._open[key] = _Group(options)
+            self._waiting.append(group)
         future: asyncio.Future[BatchedResult] = asyncio.get_running_loop().create_future()
         start = len(group.texts)
         group.texts.extend(texts)
         group.waiters.append((start, len(group.texts), future))
         self._queued += len(texts)
-        if len(group.texts) >= self.policy.max_batch:
-            self._start(key)
         return await future
 
     async def _run_alone(self, texts: list[str], options: Mapping[str, Any]) -> BatchedResult:
@@ -154,17 +149,6 @@ class SearchBatcher:
         finally:
             self._finished()
         return BatchedResult.share(rows, 0, len(texts))
-
-    def _start(self, key: str) -> None:
-        """Run the group ``key`` now (a timer, a full group or a finished batch calls this)."""
-        group = self._groups.pop(key, None)
-        if group is None:
-            return  # already started
-        if group.timer is not None:
-            group.timer.cancel()
-        self._queued -= len(group.texts)
-        self._running += 1
-        asyncio.get_running_loop().create_task(self._run_group(group))
 
     async def _run_group(self, group: _Group) -> None:
         try:
@@ -198,5 +182,11 @@ class SearchBatcher:
     def _finished(self) -> None:
         """One engine call ended: start the oldest waiting group, if any."""
         self._running -= 1
-        if self._groups and self._running < self.policy.max_running:
-            self._start(next(iter(self._groups)))
+        while self._waiting and self._running < self.policy.max_running:
+            group = self._waiting.popleft()
+            key = json.dumps(group.options, sort_keys=True, default=repr)
+            if self._open.get(key) is group:
+                del self._open[key]
+            self._queued -= len(group.texts)
+            self._running += 1
+            asyncio.get_running_loop().create_task(self._run_group(group))
