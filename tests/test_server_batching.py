@@ -62,7 +62,7 @@ def run(coroutine: Any) -> Any:
 def test_an_idle_engine_runs_a_request_at_once() -> None:
     fake = FakeEngine()
     fake.release.set()
-    batcher = SearchBatcher(fake, BatchPolicy())
+    batcher = SearchBatcher(fake, BatchPolicy(max_running=1))
     answer = run(batcher.search(["a", "b"], {"k": 3}))
     assert fake.batches == [(["a", "b"], {"k": 3})]
     assert [[h.id for h in row] for row in answer.hits] == [["a"], ["b"]]
@@ -71,7 +71,7 @@ def test_an_idle_engine_runs_a_request_at_once() -> None:
 
 def test_requests_waiting_while_busy_share_one_call_and_get_their_own_rows() -> None:
     fake = FakeEngine()
-    batcher = SearchBatcher(fake, BatchPolicy())
+    batcher = SearchBatcher(fake, BatchPolicy(max_running=1))
 
     async def scenario() -> list[Any]:
         first = asyncio.ensure_future(batcher.search(["q0"], {"k": 1}))
@@ -97,7 +97,7 @@ def test_requests_waiting_while_busy_share_one_call_and_get_their_own_rows() -> 
 
 def test_groups_never_mix_options_and_respect_max_batch() -> None:
     fake = FakeEngine()
-    batcher = SearchBatcher(fake, BatchPolicy(max_batch=2))
+    batcher = SearchBatcher(fake, BatchPolicy(max_batch=2, max_running=1))
 
     async def scenario() -> list[Any]:
         first = asyncio.ensure_future(batcher.search(["busy"], {"k": 1}))
@@ -138,7 +138,7 @@ def test_no_more_than_max_running_calls_run_at_once() -> None:
 
 def test_the_queue_is_bounded() -> None:
     fake = FakeEngine()
-    batcher = SearchBatcher(fake, BatchPolicy(max_queued=3))
+    batcher = SearchBatcher(fake, BatchPolicy(max_running=1, max_queued=3))
 
     async def scenario() -> None:
         first = asyncio.ensure_future(batcher.search(["busy"], {"k": 1}))
@@ -155,7 +155,7 @@ def test_the_queue_is_bounded() -> None:
 
 def test_an_error_in_a_batch_goes_to_its_own_request_only() -> None:
     fake = FakeEngine()
-    batcher = SearchBatcher(fake, BatchPolicy())
+    batcher = SearchBatcher(fake, BatchPolicy(max_running=1))
 
     async def scenario() -> list[Any]:
         first = asyncio.ensure_future(batcher.search(["busy"], {"k": 1}))

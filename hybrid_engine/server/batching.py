@@ -49,7 +49,7 @@ class BatchPolicy:
     """
 
     max_batch: int = 32
-    max_running: int = 1
+    max_running: int = 2
     max_queued: int = 4096
 
     def __post_init__(self) -> None:
