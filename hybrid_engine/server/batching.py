@@ -88,6 +88,7 @@ class BatchedResult:
 class _Group:
     """Requests with the same options, waiting to run together."""
 
+    key: str
     options: Mapping[str, Any]
     texts: list[str] = field(default_factory=list)
     waiters: list[tuple[int, int, asyncio.Future[BatchedResult]]] = field(default_factory=list)
@@ -111,6 +112,7 @@ class SearchBatcher:
         self._open: dict[str, _Group] = {}  # the group still filling, by options
         self._running = 0
         self._queued = 0
+        self._tasks: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
 
     async def search(self, texts: Sequence[str], options: Mapping[str, Any]) -> BatchedResult:
         """The result of ``texts`` searched with ``options``, alone or in a batch.
@@ -133,7 +135,7 @@ class SearchBatcher:
         key = json.dumps(options, sort_keys=True, default=repr)
         group = self._open.get(key)
         if group is None or len(group.texts) + len(texts) > self.policy.max_batch:
-            group = self._open[key] = _Group(options)
+            group = self._open[key] = _Group(key, options)
             self._waiting.append(group)
         future: asyncio.Future[BatchedResult] = asyncio.get_running_loop().create_future()
         start = len(group.texts)
@@ -184,9 +186,10 @@ class SearchBatcher:
         self._running -= 1
         while self._waiting and self._running < self.policy.max_running:
             group = self._waiting.popleft()
-            key = json.dumps(group.options, sort_keys=True, default=repr)
-            if self._open.get(key) is group:
-                del self._open[key]
+            if self._open.get(group.key) is group:
+                del self._open[group.key]
             self._queued -= len(group.texts)
             self._running += 1
-            asyncio.get_running_loop().create_task(self._run_group(group))
+            task = asyncio.get_running_loop().create_task(self._run_group(group))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
