@@ -76,6 +76,10 @@ def test_search_passes_filter_fusion_and_mmr(server: ModuleType, engine: HybridI
         ({"query": "cat", "k": 1001}, "k"),
         ({"query": "cat", "mmr": 1.5}, "mmr"),
         ({"query": "cat", "fusion": "median"}, "fusion"),
+        ({"query": None}, "exactly one of 'query'"),  # was a 500 (schemathesis found it)
+        ({"query": "cat", "mmr": False}, "mmr"),  # no coercion (schemathesis found it)
+        ({"query": "cat", "k": "5"}, "k"),
+        ({"queries": None}, "exactly one of 'query'"),
         ({"query": "cat", "weights": {"bm25": -1.0}}, "weights"),
         ({"query": "cat", "queries": ["dog"]}, "exactly one of 'query'"),
         ({}, "exactly one of 'query'"),

@@ -27,6 +27,8 @@ MAX_TITLE_CHARS = 1_000
 
 QueryText = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
 """A query of a batch."""
+QueryBatch = Annotated[list[QueryText], Field(min_length=1, max_length=MAX_QUERIES)]
+"""The queries of one request."""
 Weight = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
 """A retriever's fusion weight."""
 
@@ -37,14 +39,14 @@ class SearchRequest(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid",
+        strict=True,  # no coercion: false is not 0.0, "5" is not 5 (as the schema says)
         json_schema_extra={"oneOf": [{"required": ["query"]}, {"required": ["queries"]}]},
     )
 
     # Not nullable in the schema: "exactly one of" is its oneOf of the two.
-    query: str | SkipJsonSchema[None] = Field(default=None, max_length=MAX_TEXT_CHARS)
-    queries: list[QueryText] | SkipJsonSchema[None] = Field(
-        default=None, min_length=1, max_length=MAX_QUERIES
-    )
+    # The bounds sit on the non-null types: on the union, pydantic would apply them to null.
+    query: QueryText | SkipJsonSchema[None] = None
+    queries: QueryBatch | SkipJsonSchema[None] = None
     k: int = Field(default=10, ge=1, le=MAX_K)
     filter: dict[str, Any] | None = None
     rerank: int | None = Field(default=None, ge=1, le=MAX_K)
@@ -99,7 +101,7 @@ class SearchResponse(BaseModel):
 class DocumentIn(BaseModel):
     """A document as ``HybridIndex.add`` reads it; without ``_id`` it gets the next number."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     id: str | None = Field(default=None, alias="_id", min_length=1, max_length=MAX_TITLE_CHARS)
     title: str = Field(default="", max_length=MAX_TITLE_CHARS)
@@ -118,7 +120,7 @@ class DocumentsRequest(BaseModel):
     """``POST /documents``: documents to stage; ``upsert`` replaces those already indexed
     (otherwise an id already in the index is refused). ``POST /commit`` makes them visible."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     documents: list[DocumentIn] = Field(min_length=1, max_length=MAX_DOCUMENTS)
     upsert: bool = False
@@ -128,7 +130,7 @@ class DeleteRequest(BaseModel):
     """``DELETE /documents``: ids to delete; ``missing_ok`` skips ids not in the index
     (otherwise they are refused, 404, and nothing is staged)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     ids: list[str] = Field(min_length=1, max_length=MAX_IDS)
     missing_ok: bool = False
