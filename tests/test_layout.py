@@ -29,6 +29,7 @@ FLOORS = {
     "models": 1,
     "lexical": 2,
     "dense": 2,
+    "chunking": 2,  # sentences packed into token-budget chunks, in the bi-encoder's tokenizer
     "sparse": 3,  # scores through lexical's posting-list searcher
     "live": 4,  # segments of every leg, snapshots, commits
     "pipeline": 5,
