@@ -139,7 +139,9 @@ def create_app(
         metrics.observe_stages(result.timings, len(texts))
         return result.hits(), dict(result.timings)
 
-    batcher = SearchBatcher(search, batching or BatchPolicy(max_batch=1, max_running=2**30))
+    # Without batching every request runs at once, alone (as many as the threadpool runs).
+    unbatched = BatchPolicy(max_batch=1, max_running=2**30)
+    batcher = SearchBatcher(search, batching or unbatched)
 
     @app.post("/search", dependencies=keyed, responses=searched)
     async def post_search(body: SearchRequest) -> SearchResponse:
