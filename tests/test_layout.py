@@ -30,6 +30,7 @@ FLOORS = {
     "lexical": 2,
     "dense": 2,
     "sparse": 3,  # scores through lexical's posting-list searcher
+    "feedback": 3,  # pseudo-relevance feedback over a lexical or a dense index
     "live": 4,  # segments of every leg, snapshots, commits
     "pipeline": 5,
     "evaluation": 6,
