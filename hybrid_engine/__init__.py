@@ -9,6 +9,7 @@ from hybrid_engine.errors import (
     UnknownIdError,
     WriterLockedError,
 )
+from hybrid_engine.feedback import RM3, Rocchio
 from hybrid_engine.lexical import Analyzer, AnalyzerConfig, BM25Index, BM25Params
 from hybrid_engine.live import Hit, MergePolicy
 from hybrid_engine.metadata import Filter, MetadataColumns
@@ -19,6 +20,7 @@ from hybrid_engine.sparse import SpladeIndex
 
 __all__ = [
     "PAD_ID",
+    "RM3",
     "Analyzer",
     "AnalyzerConfig",
     "BM25Index",
@@ -37,6 +39,7 @@ __all__ = [
     "MergePolicy",
     "MetadataColumns",
     "ModelNotFoundError",
+    "Rocchio",
     "SearchResult",
     "SparseVectors",
     "SpladeEncoder",

@@ -31,6 +31,7 @@ FLOORS = {
     "dense": 2,
     "chunking": 2,  # sentences packed into token-budget chunks, in the bi-encoder's tokenizer
     "sparse": 3,  # scores through lexical's posting-list searcher
+    "feedback": 3,  # pseudo-relevance feedback over a lexical or a dense index
     "live": 4,  # segments of every leg, snapshots, commits
     "pipeline": 5,
     "evaluation": 6,

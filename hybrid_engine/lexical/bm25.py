@@ -4,21 +4,20 @@ statistics or with those of a larger collection it is a segment of."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from hybrid_engine import _core
 from hybrid_engine.checks import check_allowed, check_k, check_queries
-from hybrid_engine.corpus import DocIds, Document
+from hybrid_engine.corpus import Document
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.lexical.analysis import AnalyzerConfig
+from hybrid_engine.lexical.bm25_attributes import BM25Attributes
 from hybrid_engine.lexical.bm25_build import index_corpus
 from hybrid_engine.lexical.bm25_format import read_index, write_index
 from hybrid_engine.lexical.bm25_params import BM25Params
-from hybrid_engine.lexical.bm25_scoring import bm25_searcher
 from hybrid_engine.lexical.statistics import CollectionStats, check_statistics
-from hybrid_engine.packed import PackedStrings
+from hybrid_engine.lexical.weighted import weighted_queries
 from hybrid_engine.results import SearchResult
 
 IMPACT_CACHE_MAX_BYTES = 2 << 30
@@ -26,7 +25,7 @@ IMPACT_CACHE_MAX_BYTES = 2 << 30
 takes at most this many bytes (and the index is not memory-mapped)."""
 
 
-class BM25Index:
+class BM25Index(BM25Attributes):
     """An immutable BM25 index over a fixed corpus.
 
     Build one with ``BM25Index.build`` or read one with ``BM25Index.load``. An index scores
@@ -39,42 +38,6 @@ class BM25Index:
     Thread-safe: ``search`` may run from many threads at once; the C++ query analysis and the
     numba scoring release the GIL.
     """
-
-    def __init__(
-        self,
-        arrays: dict[str, np.ndarray],
-        params: BM25Params,
-        analyzer: AnalyzerConfig,
-        doc_ids: DocIds,
-        cache_impacts: bool,
-        *,
-        encoder: _core.QueryEncoder | None = None,
-        statistics: tuple[CollectionStats, np.ndarray] | None = None,
-    ) -> None:
-        """Private: use ``build``, ``load`` or ``with_statistics``. ``arrays`` (and
-        ``statistics``, the collection's stats and per-term document frequencies) must already
-        be validated; ``encoder`` is the query encoder of the same vocabulary, to share."""
-        self._arrays = arrays
-        self._params = params
-        self._analyzer = analyzer
-        self._doc_ids = doc_ids
-        self._cache_impacts = bool(cache_impacts)
-        if encoder is None:
-            encoder = _core.QueryEncoder(
-                analyzer.to_core(), arrays["vocab_bytes"], arrays["vocab_offsets"]
-            )
-        self._encoder = encoder
-        doc_lengths = arrays["doc_lengths"]
-        self._external_statistics = statistics is not None
-        if statistics is None:
-            statistics = (
-                CollectionStats(len(doc_lengths), int(doc_lengths.sum())),
-                arrays["doc_freqs"],
-            )
-        self._statistics, doc_freqs = statistics
-        self._searcher = bm25_searcher(
-            arrays, params, self._statistics, doc_freqs, self._cache_impacts
-        )
 
     # -- construction -------------------------------------------------------------------------
 
@@ -129,87 +92,6 @@ class BM25Index:
         cache = _auto_cache(arrays, mmap=False) if cache_impacts is None else cache_impacts
         return cls(arrays, params, analyzer, doc_ids, cache)
 
-    # -- properties ---------------------------------------------------------------------------
-
-    @property
-    def params(self) -> BM25Params:
-        """Scoring parameters."""
-        return self._params
-
-    @property
-    def analyzer(self) -> AnalyzerConfig:
-        """Text analysis settings of documents and queries."""
-        return self._analyzer
-
-    @property
-    def doc_ids(self) -> DocIds:
-        """``doc_ids[position]``: the corpus ``_id`` of a result position."""
-        return self._doc_ids
-
-    @property
-    def num_documents(self) -> int:
-        return len(self._doc_ids)
-
-    @property
-    def num_terms(self) -> int:
-        return len(self._arrays["doc_freqs"])
-
-    @property
-    def num_postings(self) -> int:
-        return int(self._arrays["doc_freqs"].sum())
-
-    @property
-    def doc_freqs(self) -> np.ndarray:
-        """int32 ``(num_terms,)``, read-only: the documents of this index holding each term
-        (its own counts, whatever ``with_statistics`` scores with)."""
-        view = self._arrays["doc_freqs"].view()
-        view.flags.writeable = False
-        return view
-
-    @property
-    def avg_doc_length(self) -> float:
-        """Mean number of indexed terms per document that scores use: ``total_length /
-        n_docs`` of ``statistics``."""
-        return self._statistics.avg_doc_length
-
-    @property
-    def statistics(self) -> CollectionStats:
-        """The collection statistics the scores use: this index's own documents, or those given
-        to ``with_statistics``."""
-        return self._statistics
-
-    @property
-    def terms(self) -> PackedStrings:
-        """The analysed terms, by term id (``terms[term_id(t)] == t``)."""
-        return PackedStrings.from_arrays(self._arrays, self.num_terms, "vocab")
-
-    @property
-    def doc_lengths(self) -> np.ndarray:
-        """int32 ``(n_docs,)``, read-only: the number of indexed terms of each document."""
-        view = self._arrays["doc_lengths"].view()
-        view.flags.writeable = False
-        return view
-
-    def __len__(self) -> int:
-        return self.num_documents
-
-    def __repr__(self) -> str:
-        p = self._params
-        return (
-            f"BM25Index({self.num_documents} documents, {self.num_terms} terms, "
-            f"method={p.method!r}, k1={p.k1}, b={p.b})"
-        )
-
-    def term_id(self, term: str) -> int:
-        """Id of an analysed term, or -1 when it is not in the index."""
-        return int(self._encoder.term_id(term))
-
-    def doc_freq(self, term: str) -> int:
-        """Number of this index's documents holding an analysed term (0 when absent): its
-        postings, whatever the statistics the scores use."""
-        t = self.term_id(term)
-        return int(self._arrays["doc_freqs"][t]) if t >= 0 else 0
-
     # -- search -------------------------------------------------------------------------------
 
     def search(
@@ -259,6 +141,45 @@ class BM25Index:
         k = check_k(k)
         terms, weights, offsets = self._encoder.encode(texts)
         return self._searcher.search((terms, weights, offsets), k, num_threads, allowed=allowed)
+
+    def search_weighted(
+        self,
+        queries: Sequence[Mapping[str, float]],
+        k: int = 10,
+        *,
+        num_threads: int | None = None,
+        allowed: np.ndarray | None = None,
+    ) -> SearchResult:
+        """Exact BM25 top-k for queries of analysed terms with a weight each.
+
+        A document scores ``sum over the query's terms t of weight(t) * idf(t) * tf part``:
+        ``search`` is the case of each term weighted by its count in the query. What query
+        expansion (``feedback.RM3``) searches with.
+
+        Parameters
+        ----------
+        queries : sequence of mapping of str to float
+            One ``{analysed term: weight}`` per query (``lexical.weighted``): terms as
+            ``Analyzer(index.analyzer).analyze`` gives them, not analysed again; weights
+            positive, finite float32 numbers. Terms not in the index match nothing; a query of
+            none of them (or an empty one) gets an all-padding row.
+        k, num_threads, allowed
+            As in ``search``.
+
+        Returns
+        -------
+        SearchResult
+            ``ids`` int64 and ``scores`` float32, shape ``(n_queries, k)``.
+
+        Raises
+        ------
+        TypeError
+            ``queries`` is not a sequence of mappings of str to a real number.
+        ValueError
+            ``k < 1``, a weight that is not a positive finite float32, or a bad ``allowed``.
+        """
+        encoded = weighted_queries(queries, self.term_id)
+        return self._searcher.search(encoded, check_k(k), num_threads, allowed=allowed)
 
     # -- collection statistics ----------------------------------------------------------------
 
