@@ -11,7 +11,7 @@ from hybrid_engine.live.snapshot import Hit
 SNIPPET_CHARS = 160
 """Characters of a hit's text shown in a listing (one line)."""
 LABEL_WIDTH = 12
-"""Width of a table's first column, the row's name."""
+"""Least width of a table's first column, the row's name (wider for a longer name)."""
 
 
 def print_table(rows: Mapping[str, Mapping[str, float]], columns: list[str] | None = None) -> None:
@@ -27,7 +27,8 @@ def print_table(rows: Mapping[str, Mapping[str, float]], columns: list[str] | No
     if columns is None:
         columns = list(next(iter(rows.values())))
     widths = {c: max(len(c), 8) + 2 for c in columns}
-    header = f"{'retriever':<{LABEL_WIDTH}}" + "".join(f"{c:>{widths[c]}}" for c in columns)
+    label = max([LABEL_WIDTH, *(len(name) + 1 for name in rows)])
+    header = f"{'retriever':<{label}}" + "".join(f"{c:>{widths[c]}}" for c in columns)
     print(header)
     print("-" * len(header))
     for name, values in rows.items():
@@ -35,7 +36,7 @@ def print_table(rows: Mapping[str, Mapping[str, float]], columns: list[str] | No
             f"{values[c]:>{widths[c]}.{_digits(c)}f}" if c in values else f"{'-':>{widths[c]}}"
             for c in columns
         )
-        print(f"{name:<{LABEL_WIDTH}}{cells}")
+        print(f"{name:<{label}}{cells}")
 
 
 def print_eval_tables(rows: Mapping[str, Mapping[str, float]]) -> None:

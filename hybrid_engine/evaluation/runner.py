@@ -16,11 +16,13 @@ from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.evaluation.datasets import Dataset
 from hybrid_engine.evaluation.metrics import evaluate, parse_metric, run_from_results
+from hybrid_engine.feedback import RM3, Rocchio
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.models.splade import SpladeEncoder
 from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
+from hybrid_engine.pipeline.fusion import fuse
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
 from hybrid_engine.results import SearchResult
 from hybrid_engine.sparse.index import SpladeIndex
@@ -156,6 +158,42 @@ def _hybrid(retrievers: Sequence[str], rerank: bool = False) -> Builder:
     return build
 
 
+def _bm25_rm3(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:
+    """BM25 with RM3 at its defaults (Anserini's: docs/feedback.md)."""
+    threads = options.num_threads
+    index = BM25Index.build(
+        dataset.corpus, num_threads=threads, show_progress=options.show_progress
+    )
+    rm3 = RM3(index, dataset.corpus)
+    return (lambda queries, k: rm3.search(queries, k, num_threads=threads)), index.doc_ids
+
+
+def _dense_rocchio(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:
+    """The int8 dense leg with Rocchio at its defaults."""
+    index = _dense_index(
+        documents_with_text(dataset), None, options.num_threads, options.show_progress
+    )
+    rocchio = Rocchio(index)
+    return (lambda queries, k: rocchio.search(queries, k)), index.doc_ids
+
+
+def _hybrid_rm3(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:
+    """BM25 with RM3 and the int8 dense leg, their top ``DEFAULT_DEPTH`` fused as ``hybrid``
+    fuses them (the default method)."""
+    threads = options.num_threads
+    corpus = documents_with_text(dataset)
+    bm25 = BM25Index.build(corpus, num_threads=threads, show_progress=options.show_progress)
+    rm3 = RM3(bm25, corpus)
+    dense = _dense_index(corpus, None, threads, options.show_progress)
+
+    def search(queries: Sequence[str], k: int) -> SearchResult:
+        depth = max(k, DEFAULT_DEPTH)
+        legs = [rm3.search(queries, depth, num_threads=threads), dense.search(queries, depth)]
+        return fuse(legs, k, depth=depth)
+
+    return search, dense.doc_ids
+
+
 def load_reranker(options: BuildOptions) -> CrossEncoder:
     """``options.reranker`` (a folder, or a name ``CrossEncoder.load`` finds in the models
     folder) loaded with the options' variant, threads and max_length.
@@ -187,10 +225,14 @@ RETRIEVERS: dict[str, Builder] = {
     "hybrid": _hybrid(("bm25", "dense")),
     "hybrid3": _hybrid(("bm25", "dense", "splade")),
     "rerank": _hybrid(("bm25", "dense"), rerank=True),
+    "bm25+rm3": _bm25_rm3,
+    "dense+rocchio": _dense_rocchio,
+    "hybrid+rm3": _hybrid_rm3,
 }
 """Configuration name -> function building it over a dataset's corpus, returning (search, doc
 ids). ``rerank`` is ``hybrid`` with its fused top ``RERANK_DEPTH`` reranked by
-``BuildOptions.reranker`` (through the reranker's validation gate)."""
+``BuildOptions.reranker`` (through the reranker's validation gate); ``bm25+rm3``,
+``dense+rocchio`` and ``hybrid+rm3`` add pseudo-relevance feedback (docs/feedback.md)."""
 
 
 def parse_retrievers(spec: str) -> list[str]:
