@@ -175,6 +175,7 @@ class LiveState:
         names: list[str] = []
         new_names: list[str] = []
         starts = {start: stop for start, stop in runs}
+        positions = list(snapshot.live_positions())
         s = 0
         while s < len(snapshot.segments):
             stop = starts.get(s)
@@ -186,7 +187,7 @@ class LiveState:
                 continue
             parts = [
                 (snapshot.segments[i], rows)
-                for i, rows in list(snapshot.live_positions())[s:stop]
+                for i, rows in positions[s:stop]
                 if len(rows)
             ]
             if parts:
