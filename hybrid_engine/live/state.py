@@ -356,7 +356,8 @@ class LiveState:
     def _take_writer_lock(self) -> None:
         if self.path is not None and self._writer is None:
             self._writer = WriterLock(self.path)
-            latest = commits.read_commit(self.path).generation
+            point = commits.read_commit(self.path)
+            latest = point.generation
             if latest != self.generation:
                 self._writer.release()
                 self._writer = None
@@ -364,7 +365,7 @@ class LiveState:
                     f"{self.path} has moved on to commit {latest} since this engine loaded "
                     f"commit {self.generation}; load it again to change it"
                 )
-            commits.remove_unreferenced(self.path, commits.read_commit(self.path))
+            commits.remove_unreferenced(self.path, point)
 
     def release(self) -> None:
         """Give up the directory's write lock (staged mutations are dropped)."""
