@@ -185,11 +185,7 @@ class LiveState:
                 names.append(self._names[s])
                 s += 1
                 continue
-            parts = [
-                (snapshot.segments[i], rows)
-                for i, rows in positions[s:stop]
-                if len(rows)
-            ]
+            parts = [(snapshot.segments[i], rows) for i, rows in positions[s:stop] if len(rows)]
             if parts:
                 segments.append(
                     Segment.merged(
