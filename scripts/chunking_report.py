@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from prf_report import sign_flip_p  # the paired randomization test of the feedback report
 from scipy import stats
 
 from hybrid_engine import BM25Index, DenseIndex, EmbeddingCache, Encoder, SearchResult, fuse
@@ -45,7 +46,6 @@ from hybrid_engine.pipeline.engine import DEFAULT_DEPTH
 
 METRICS = ("ndcg@10", "recall@100")
 AGGREGATIONS = ("max", "sum", "first")
-FLIPS = 10_000
 
 
 def chunk_texts(corpus: Sequence[dict[str, Any]], chunks: Sequence[Chunk]) -> list[str]:
@@ -116,17 +116,6 @@ def per_query(
     return {m: np.array([row[m] for row in values.values()]) for m in METRICS}
 
 
-def sign_flip_p(d: np.ndarray, seed: int = 0) -> float:
-    """Two-sided paired randomization test (random sign flips) of the mean of ``d``."""
-    observed = abs(d.mean())
-    if observed == 0.0:
-        return 1.0
-    rng = np.random.default_rng(seed)
-    signs = rng.integers(0, 2, size=(FLIPS, len(d))) * 2 - 1
-    reached = int((np.abs(signs @ d / len(d)) >= observed - 1e-12).sum())
-    return (1 + reached) / (1 + FLIPS)
-
-
 def compare(base: dict[str, np.ndarray], other: dict[str, np.ndarray]) -> dict[str, Any]:
     """Mean difference, wins / losses and paired p-values of each metric."""
     out: dict[str, Any] = {}
@@ -136,7 +125,7 @@ def compare(base: dict[str, np.ndarray], other: dict[str, np.ndarray]) -> dict[s
         out[metric] = {
             "delta": float(d.mean()),
             "p_t": t_p,
-            "p_rand": sign_flip_p(d),
+            "p_rand": sign_flip_p([d]),
             "wins": int((d > 0).sum()),
             "losses": int((d < 0).sum()),
         }
