@@ -39,19 +39,19 @@ FULL_CHECKS_EVERY = 10
 """Kills between the full comparisons with a fresh build (every kill checks the ids)."""
 
 
-def _completed(journal: Path) -> int:
-    """Commits the last child completed (those after the parent's last record)."""
+def _since_parent(journal: Path) -> list[dict]:
+    """The journal from the parent's last record (what is on disk before the last child ran)
+    on: that record, then the last child's."""
     records = [json.loads(line) for line in journal.read_text(encoding="utf-8").splitlines()]
-    done = [i for i, r in enumerate(records) if r.get("by") == "parent"]
-    return sum("done" in r for r in records[(done[-1] + 1) if done else 0 :])
+    last = max(i for i, r in enumerate(records) if r.get("by") == "parent")
+    return records[last:]
 
 
-def _expected(journal: Path) -> tuple[list[str] | None, list[str]]:
+def _expected(records: list[dict]) -> tuple[list[str] | None, list[str]]:
     """(the live ids of the commit in flight, or None; those of the last completed one)."""
     done: list[str] = []
     pending: list[str] | None = None
-    for line in journal.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
+    for record in records:
         if "pending" in record:
             pending = record["pending"]
         else:
@@ -84,10 +84,11 @@ def test_kill_minus_9_loses_nothing_committed(
         os.kill(child.pid, signal.SIGKILL)
         child.join(JOIN_TIMEOUT_S)
         assert child.exitcode == -signal.SIGKILL, f"kill {kill}: exit code {child.exitcode}"
-        commits += _completed(journal)
+        records = _since_parent(journal)
+        commits += sum("done" in r for r in records[1:])
         engine = HybridIndex.load(index, encoder=HashingEncoder())
         ids = sorted(d["_id"] for d in live_documents(engine))
-        pending, done = _expected(journal)
+        pending, done = _expected(records)
         assert ids == done or ids == pending, f"kill {kill}: reopened a state never committed"
         if kill % FULL_CHECKS_EVERY == 0:
             assert_bm25_equals_fresh(engine)
