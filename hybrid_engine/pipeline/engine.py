@@ -33,7 +33,13 @@ from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.legs import DEFAULT_RETRIEVERS, Legs, check_legs, check_retrievers
 from hybrid_engine.pipeline.lifecycle import Lifecycle
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
-from hybrid_engine.pipeline.stages import HybridResult, Models, SearchPlan, run_search
+from hybrid_engine.pipeline.stages import (
+    HybridResult,
+    Models,
+    SearchPlan,
+    check_query_vectors,
+    run_search,
+)
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.sparse.index import SpladeIndex
 
@@ -244,6 +250,7 @@ class HybridIndex(Lifecycle, EngineAttributes):
         mmr_candidates: int = 30,
         filter: Mapping[str, Any] | Filter | None = None,
         num_threads: int | None = None,
+        query_vectors: np.ndarray | None = None,
     ) -> HybridResult:
         """Search every retriever, fuse their top ``depth``, optionally rerank the fused top
         ``rerank`` by the cross-encoder, optionally re-order by MMR.
@@ -284,6 +291,11 @@ class HybridIndex(Lifecycle, EngineAttributes):
             Threads of the BM25, dense and SPLADE searches. The ONNX models run in the threads
             they were loaded with (``Encoder.load(num_threads=...)``, or ``num_threads`` of
             ``build``/``load`` for the default ones).
+        query_vectors : numpy.ndarray, optional
+            float32 ``(n_queries, dim)``: the dense leg searches these instead of encoding
+            the query texts (HyDE's mean of query and passage embeddings, say); BM25 and
+            SPLADE still search the texts, and MMR uses these vectors. A blank query still
+            has no hits. Needs the dense leg. None: the texts are encoded.
 
         Returns
         -------
@@ -295,7 +307,9 @@ class HybridIndex(Lifecycle, EngineAttributes):
         ValueError, TypeError
             Bad queries or parameters (as the stages raise them); ``mmr`` without the dense leg;
             ``rerank`` without a reranker; ``weights`` that name a retriever the index does
-            not combine (ValueError) or that are not a dict (TypeError).
+            not combine (ValueError) or that are not a dict (TypeError); ``query_vectors``
+            without the dense leg, of another shape or not finite (ValueError) or not a
+            float32 array (TypeError).
         """
         texts = check_queries(queries)
         plan = SearchPlan.checked(
@@ -312,11 +326,16 @@ class HybridIndex(Lifecycle, EngineAttributes):
             verdict=self._verdict,
         )
         state = self._state
+        if query_vectors is not None:
+            dim = state.encoder.dim if state.encoder is not None else 0
+            query_vectors = check_query_vectors(query_vectors, len(texts), dim, self.retrievers)
         snapshot = state.snapshot  # one commit for the whole search
         reranker = self._reranker if plan.rerank is not None else None
         models = Models(state.encoder, state.splade_encoder, reranker)
         allowed = snapshot.allowed(plan.where)
-        return run_search(plan, snapshot, self.retrievers, texts, models, allowed, num_threads)
+        return run_search(
+            plan, snapshot, self.retrievers, texts, models, allowed, num_threads, query_vectors
+        )
 
 
 def _single(

@@ -16,6 +16,7 @@ from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.packed import PackedStrings
 from hybrid_engine.pipeline.rerank import RerankerVerdict
+from hybrid_engine.protocols import TextEncoder
 from hybrid_engine.sparse.index import SpladeIndex
 
 
@@ -35,6 +36,11 @@ class EngineAttributes:
     def reranker_verdict(self) -> RerankerVerdict | None:
         """The gate's decision about ``reranker``: used or not, the blend, and why."""
         return self._verdict
+
+    @property
+    def encoder(self) -> TextEncoder | None:
+        """The dense leg's query encoder (None without the dense leg)."""
+        return self._state.encoder
 
     @property
     def texts(self) -> PackedStrings:

@@ -177,6 +177,41 @@ class Models:
     reranker: PairScorer | None
 
 
+def check_query_vectors(
+    query_vectors: object, n_queries: int, dim: int, retrievers: Sequence[str]
+) -> np.ndarray:
+    """``HybridIndex.search``'s ``query_vectors`` as a C-contiguous float32 ``(n_queries,
+    dim)`` array.
+
+    Raises
+    ------
+    ValueError
+        The index has no dense leg, another shape, or a NaN or infinite value.
+    TypeError
+        Not a numpy array, or not float32 (cast with ``.astype(np.float32)``).
+    """
+    if "dense" not in retrievers:
+        raise ValueError(
+            "query_vectors are the dense leg's queries, but this index has no dense leg; "
+            "build it with retrievers=('bm25', 'dense')"
+        )
+    if not isinstance(query_vectors, np.ndarray):
+        raise TypeError(f"query_vectors must be a numpy array, got {type(query_vectors).__name__}")
+    if query_vectors.dtype != np.float32:
+        raise TypeError(
+            f"query_vectors must be float32, got {query_vectors.dtype}: cast with "
+            ".astype(np.float32)"
+        )
+    if query_vectors.shape != (n_queries, dim):
+        raise ValueError(
+            f"query_vectors must have shape (n_queries, dim) = ({n_queries}, {dim}), one row "
+            f"per query, got {query_vectors.shape}"
+        )
+    if not np.isfinite(query_vectors).all():
+        raise ValueError("query_vectors hold a NaN or infinite value")
+    return np.ascontiguousarray(query_vectors)
+
+
 def run_search(
     plan: SearchPlan,
     snapshot: Snapshot,
@@ -185,15 +220,26 @@ def run_search(
     models: Models,
     allowed: Masks,
     num_threads: int | None,
+    query_vectors: np.ndarray | None = None,
 ) -> HybridResult:
     """The stages of ``plan`` over ``snapshot``'s ``retrievers`` for checked ``queries``, each
     leg returning only documents ``allowed`` (per segment); ``models.reranker`` is needed when
-    ``plan.rerank`` is set."""
+    ``plan.rerank`` is set. ``query_vectors`` (checked, one row per query) replace the dense
+    leg's encoding of the queries."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
     rows = nonblank_rows(queries)
     found, query_vectors = _search_legs(
-        snapshot, retrievers, queries, rows, plan.width, models, allowed, num_threads, timings
+        snapshot,
+        retrievers,
+        queries,
+        rows,
+        plan.width,
+        models,
+        allowed,
+        num_threads,
+        timings,
+        query_vectors,
     )
     tick = time.perf_counter()
     result = fuse(
@@ -256,9 +302,11 @@ def _search_legs(
     allowed: Masks,
     num_threads: int | None,
     timings: dict[str, float],
+    given_vectors: np.ndarray | None,
 ) -> tuple[list[SearchResult], np.ndarray]:
     """Each leg's top ``width`` of the queries, and the dense query vectors of the non-blank
-    ones (``rows``; none without the dense leg), encoded once here so MMR reuses them."""
+    ones (``rows``; none without the dense leg), encoded once here so MMR reuses them (or
+    taken from ``given_vectors``, one row per query, when given)."""
     found: list[SearchResult] = []
     query_vectors = np.empty((0, 0), np.float32)
     asked = [queries[row] for row in rows]
@@ -270,7 +318,9 @@ def _search_legs(
         tick = time.perf_counter()
         assert models.encoder is not None  # the engine always has one with a dense leg
         query_vectors = np.empty((0, models.encoder.dim), np.float32)
-        if len(rows):
+        if given_vectors is not None:
+            query_vectors = given_vectors[rows]
+        elif len(rows):
             query_vectors = models.encoder.encode(asked)
         hits = snapshot.search_dense(query_vectors, width, num_threads, allowed)
         found.append(hits.scattered(rows, len(queries)))

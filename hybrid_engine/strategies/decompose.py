@@ -1,0 +1,98 @@
+"""Query decomposition: a generator splits a question into sub-queries, each is searched by
+the engine, and their rankings are fused."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from hybrid_engine.checks import check_int, check_queries
+from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
+from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
+from hybrid_engine.results import SearchResult
+from hybrid_engine.strategies.parsing import clean_lines
+from hybrid_engine.strategies.prompts import PROMPTS, Prompts
+from hybrid_engine.strategies.result import (
+    Generate,
+    QueryTrace,
+    StrategyResult,
+    assemble,
+    trace_step,
+)
+
+
+def subqueries(query: str, output: str, max_subqueries: int) -> list[str]:
+    """The query, then at most ``max_subqueries`` distinct generated lines of ``output``
+    that differ from it (case and spacing ignored)."""
+    lines = [
+        line
+        for line in clean_lines(output)
+        if " ".join(line.lower().split()) != " ".join(query.lower().split())
+    ]
+    return [query, *lines[:max_subqueries]]
+
+
+def decompose(
+    engine: HybridIndex,
+    queries: str | Sequence[str],
+    generate: Generate,
+    k: int = 10,
+    *,
+    max_subqueries: int = 3,
+    method: str = "rrf",
+    prompts: Prompts = PROMPTS,
+    fusion: str = DEFAULT_METHOD,
+    depth: int = DEFAULT_DEPTH,
+) -> StrategyResult:
+    """Search each query as the fusion of its sub-queries' searches.
+
+    Parameters
+    ----------
+    engine : HybridIndex
+    queries : str or sequence of str
+        A blank query gets no hits and no generation.
+    generate : callable str -> str
+        Called once per query with ``prompts.decompose``.
+    k : int
+        Hits per query.
+    max_subqueries : int
+        Generated sub-queries kept, >= 0; the original query is always searched too.
+    method : str
+        ``fuse``'s method merging the sub-queries' top ``depth`` (default RRF).
+    prompts : Prompts
+        ``prompts.decompose`` is used.
+    fusion, depth
+        As in ``HybridIndex.search`` (each sub-query's own hybrid fusion).
+
+    Returns
+    -------
+    StrategyResult
+        ``generated["decompose"]``: ``{"raw": str, "subqueries": [...]}`` (the query first);
+        steps ``"subquery-0"`` (the query), ``"subquery-1"``, ...
+    """
+    start = time.perf_counter()
+    texts = check_queries(queries)
+    max_subqueries = check_int("max_subqueries", max_subqueries, 0)
+    rows: list[SearchResult] = []
+    traces = []
+    template = engine.search([], k)
+    for query in texts:
+        trace = QueryTrace(query)
+        raw = ""
+        if query.strip() and max_subqueries:
+            prompt = prompts.decompose.format(question=query)
+            raw = trace.timed("decompose.generation", generate, prompt)
+        asked = subqueries(query, raw, max_subqueries)
+        trace.generated["decompose"] = {"raw": raw, "subqueries": asked}
+        hits = trace.timed(
+            "decompose.retrieval", engine.search, asked, depth, fusion=fusion, depth=depth
+        )
+        for i, sub in enumerate(asked):
+            trace_step(trace, "decompose", f"subquery-{i}", sub, hits, i)
+        lists = [
+            SearchResult(hits.ids[i : i + 1], hits.scores[i : i + 1]) for i in range(len(asked))
+        ]
+        rows.append(trace.timed("decompose.fusion", fuse, lists, k, method=method, depth=depth))
+        traces.append(trace)
+        template = hits
+    return assemble(rows, traces, template, (time.perf_counter() - start) * 1000)

@@ -1,0 +1,127 @@
+"""What a strategy returns: the final ranking plus, per query, every search it ran, what was
+generated, and the milliseconds of generation and retrieval."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+
+from hybrid_engine.pipeline.stages import HybridResult
+from hybrid_engine.results import SearchResult
+
+Generate = Callable[[str], str]
+"""A text generator: prompt in, continuation out (``generation.load_generator``'s callable)."""
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One engine search a strategy ran for one query.
+
+    Attributes
+    ----------
+    strategy : str
+        The strategy's name (``"hyde"``, ``"decompose"``, ...).
+    label : str
+        Which search of it: ``"query"``, ``"subquery-2"``, ``"hop-1"``, ...
+    query : str
+        The text searched.
+    doc_ids : tuple of str
+        Its hits, best first (as deep as the strategy searched).
+    """
+
+    strategy: str
+    label: str
+    query: str
+    doc_ids: tuple[str, ...]
+
+
+@dataclass
+class QueryTrace:
+    """What a strategy did for one query.
+
+    Attributes
+    ----------
+    query : str
+        The query.
+    steps : list of Step
+        Every engine search, in order.
+    generated : dict
+        By strategy name: what it generated (raw texts and their parsed form; for
+        ``self-query`` the filter and whether it validated).
+    timings : dict of str to float
+        Milliseconds by ``"<strategy>.generation"``, ``"<strategy>.retrieval"`` and
+        ``"<strategy>.fusion"`` (those that ran).
+    """
+
+    query: str
+    steps: list[Step] = field(default_factory=list)
+    generated: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def sources(self) -> dict[str, list[str]]:
+        """Each retrieved document id -> the ``"strategy/label"`` of every step that found
+        it, in step order."""
+        out: dict[str, list[str]] = {}
+        for step in self.steps:
+            for doc_id in step.doc_ids:
+                out.setdefault(doc_id, []).append(f"{step.strategy}/{step.label}")
+        return out
+
+    def timed(self, key: str, call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """``call(*args, **kwargs)``, its milliseconds added to ``timings[key]``."""
+        tick = time.perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            ms = (time.perf_counter() - tick) * 1000
+            self.timings[key] = self.timings.get(key, 0.0) + ms
+
+
+@dataclass(frozen=True)
+class StrategyResult(HybridResult):
+    """A ``HybridResult`` (``ids``, ``scores``, ``doc_ids``, ``hits()``) of a strategy, with
+    a ``QueryTrace`` per query.
+
+    Attributes
+    ----------
+    traces : tuple of QueryTrace
+        One per query, in order.
+    timings : dict of str to float
+        The traces' milliseconds summed over the batch (one query: its own), plus
+        ``"generation"`` and ``"retrieval"`` (all strategies) and ``"total"``.
+    """
+
+    traces: tuple[QueryTrace, ...] = ()
+
+
+def trace_step(
+    trace: QueryTrace, strategy: str, label: str, query: str, hits: HybridResult, row: int = 0
+) -> None:
+    """Record the ``row``-th query of ``hits`` as a step of ``trace``."""
+    trace.steps.append(Step(strategy, label, query, tuple(hits.doc_ids[row])))
+
+
+def assemble(
+    rows: Sequence[SearchResult],
+    traces: Sequence[QueryTrace],
+    template: HybridResult,
+    total_ms: float,
+) -> StrategyResult:
+    """One ``StrategyResult`` of per-query rows (each ``(1, k)``) and their traces, reading
+    documents from ``template``'s snapshot."""
+    ids = np.concatenate([row.ids for row in rows]) if rows else np.empty((0, 0), np.int64)
+    scores = np.concatenate([r.scores for r in rows]) if rows else np.empty((0, 0), np.float32)
+    timings: dict[str, float] = {}
+    for trace in traces:
+        for key, ms in trace.timings.items():
+            timings[key] = timings.get(key, 0.0) + ms
+    for kind in ("generation", "retrieval"):
+        timings[kind] = sum(ms for key, ms in timings.items() if key.endswith(f".{kind}"))
+    timings["total"] = total_ms
+    return StrategyResult(ids, scores, timings, template.snapshot, tuple(traces))
