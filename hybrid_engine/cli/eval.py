@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from hybrid_engine.cli._output import print_eval_tables
-from hybrid_engine.evaluation import load_beir
+from hybrid_engine.evaluation import load_beir, sample_queries
 from hybrid_engine.evaluation.plot import plot_quality_latency
 from hybrid_engine.evaluation.runner import (
+    DEFAULT_GENERATOR,
+    GENERATIVE,
     RETRIEVERS,
     BuildOptions,
     evaluate_retriever,
+    load_generator,
     load_reranker,
     parse_retrievers,
 )
@@ -48,6 +52,21 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help="tokens per (query, passage) pair (default: the model's)",
     )
+    p.add_argument(
+        "--max-queries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="score a seeded sample of N queries (default: all); the strategies run a "
+        "generator per query (~1-2 s each on 2 cores)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of --max-queries' sample")
+    p.add_argument(
+        "--generator",
+        default=DEFAULT_GENERATOR,
+        help="local generator of hyde, decompose, multi-hop and fused-strategies "
+        f"(generation.load_generator; default {DEFAULT_GENERATOR})",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
@@ -61,10 +80,13 @@ def run(args: argparse.Namespace) -> int:
         reranker=args.reranker,
         rerank_variant=args.rerank_variant,
         rerank_max_length=args.rerank_max_length,
+        generator_name=args.generator,
     )
     if "rerank" in names:
         load_reranker(options)  # a missing or wrong model fails before any indexing
-    dataset = load_beir(args.dataset, args.split)
+    if any(name in GENERATIVE for name in names):
+        options = replace(options, generator=load_generator(options))  # fails before indexing
+    dataset = sample_queries(load_beir(args.dataset, args.split), args.max_queries, args.seed)
     rows = {name: evaluate_retriever(dataset, name, options=options).to_dict() for name in names}
     print(
         f"{dataset.name} ({args.split}: {len(dataset.queries)} queries, "

@@ -9,6 +9,7 @@ from hybrid_engine.evaluation.datasets import (
     load_qrels,
     load_queries,
     read_corpus,
+    sample_queries,
 )
 from hybrid_engine.evaluation.metrics import (
     SUPPORTED_METRICS,
@@ -32,4 +33,5 @@ __all__ = [
     "parse_metric",
     "read_corpus",
     "run_from_results",
+    "sample_queries",
 ]

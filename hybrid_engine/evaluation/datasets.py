@@ -13,9 +13,11 @@ import gzip
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
+
+import numpy as np
 
 from hybrid_engine.live.documents import document_metadata
 
@@ -28,6 +30,7 @@ __all__ = [
     "load_qrels",
     "load_queries",
     "read_corpus",
+    "sample_queries",
 ]
 
 _QRELS_HEADER = ("query-id", "corpus-id", "score")
@@ -64,6 +67,32 @@ class Dataset:
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     split: str = "test"
+
+
+def sample_queries(dataset: Dataset, n: int | None, seed: int = 0) -> Dataset:
+    """``dataset`` with ``n`` of its queries drawn without replacement by a seeded generator
+    (kept in file order), and their qrels; the whole dataset when ``n`` is None or at least
+    its number of queries. For configurations too slow for every query (a generator per
+    query).
+
+    Raises
+    ------
+    ValueError
+        ``n`` below 1.
+    """
+    if n is None or n >= len(dataset.queries):
+        return dataset
+    if n < 1:
+        raise ValueError(f"the number of sampled queries must be >= 1, got {n}")
+    ids = list(dataset.queries)
+    rng = np.random.default_rng(seed)
+    picked = sorted(rng.choice(len(ids), size=n, replace=False).tolist())
+    chosen = [ids[i] for i in picked]
+    return replace(
+        dataset,
+        queries={q: dataset.queries[q] for q in chosen},
+        qrels={q: dataset.qrels[q] for q in chosen},
+    )
 
 
 def load_beir(path: str | os.PathLike[str], split: str = "test") -> Dataset:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -26,11 +27,14 @@ from hybrid_engine.pipeline.fusion import fuse
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
 from hybrid_engine.results import SearchResult
 from hybrid_engine.sparse.index import SpladeIndex
+from hybrid_engine.strategies import Generate, decompose, fuse_strategies, hyde, multi_hop
 
 DEFAULT_METRICS = ("ndcg@10", "recall@100", "mrr@10", "map@100", "hit_rate@1", "hit_rate@5")
 """Metrics of ``hybrid-engine eval``; the run is retrieved to the deepest cutoff."""
 
 Searcher = Callable[[Sequence[str], int], SearchResult]
+DEFAULT_GENERATOR = "gemma3-270m"
+"""The local generator of the strategy configurations."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,13 @@ class BuildOptions:
     rerank_max_length : int, optional
         Tokens per (query, passage) pair; when None, the validated ``max_length``, else the
         model's.
+    generator : callable str -> str, optional
+        The text generator of the strategy configurations (``hyde``, ``decompose``,
+        ``multi-hop``, ``fused-strategies``); when None, ``generation.load_generator(
+        generator_name)``, loaded only when one of them is built (so the others never import
+        llama-cpp).
+    generator_name : str
+        The local model ``load_generator`` loads when ``generator`` is None.
     """
 
     num_threads: int | None = None
@@ -58,6 +69,8 @@ class BuildOptions:
     reranker: str | os.PathLike[str] | None = None
     rerank_variant: str | None = None
     rerank_max_length: int | None = None
+    generator: Generate | None = None
+    generator_name: str = DEFAULT_GENERATOR
 
 
 Builder = Callable[[Dataset, BuildOptions], tuple[Searcher, Sequence[str]]]
@@ -194,6 +207,43 @@ def _hybrid_rm3(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequ
     return search, dense.doc_ids
 
 
+def load_generator(options: BuildOptions) -> Generate:
+    """``options.generator``, else ``hybrid_engine.generation.load_generator(
+    options.generator_name)`` (imported here, so that only the strategies need llama-cpp)."""
+    if options.generator is not None:
+        return options.generator
+    generation = importlib.import_module("hybrid_engine.generation")
+    generate: Generate = generation.load_generator(options.generator_name)
+    return generate
+
+
+_STRATEGIES: dict[str, Callable[..., SearchResult]] = {
+    "hyde": hyde,
+    "decompose": decompose,
+    "multi-hop": multi_hop,
+    "fused-strategies": fuse_strategies,
+}
+
+
+def _strategy(name: str) -> Builder:
+    """``hybrid`` searched through the strategy ``name`` with ``options``' generator, at its
+    defaults (``fused-strategies``: RRF of hybrid, hyde, decompose and multi-hop)."""
+
+    def build(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:
+        generate = load_generator(options)
+        engine = build_hybrid(dataset, options.num_threads, options.show_progress)
+        strategy = _STRATEGIES[name]
+
+        def search(queries: Sequence[str], k: int) -> SearchResult:
+            if name == "fused-strategies":
+                return fuse_strategies(engine, queries, generate, k=k, depth=max(k, DEFAULT_DEPTH))
+            return strategy(engine, queries, generate, k, depth=max(k, DEFAULT_DEPTH))
+
+        return search, engine.doc_ids
+
+    return build
+
+
 def load_reranker(options: BuildOptions) -> CrossEncoder:
     """``options.reranker`` (a folder, or a name ``CrossEncoder.load`` finds in the models
     folder) loaded with the options' variant, threads and max_length.
@@ -228,11 +278,19 @@ RETRIEVERS: dict[str, Builder] = {
     "bm25+rm3": _bm25_rm3,
     "dense+rocchio": _dense_rocchio,
     "hybrid+rm3": _hybrid_rm3,
+    **{name: _strategy(name) for name in _STRATEGIES},
 }
 """Configuration name -> function building it over a dataset's corpus, returning (search, doc
 ids). ``rerank`` is ``hybrid`` with its fused top ``RERANK_DEPTH`` reranked by
 ``BuildOptions.reranker`` (through the reranker's validation gate); ``bm25+rm3``,
-``dense+rocchio`` and ``hybrid+rm3`` add pseudo-relevance feedback (docs/feedback.md)."""
+``dense+rocchio`` and ``hybrid+rm3`` add pseudo-relevance feedback (docs/feedback.md);
+``hyde``, ``decompose``, ``multi-hop`` and ``fused-strategies`` search ``hybrid`` through the
+query strategies with ``BuildOptions.generator`` (docs/strategies.md). Self-query is not here:
+it needs metadata and a schema, which the BEIR collections lack
+(``scripts/strategy_report.py`` measures it on synthetic metadata)."""
+
+GENERATIVE = ("hyde", "decompose", "multi-hop", "fused-strategies")
+"""The configurations that call a generator."""
 
 
 def parse_retrievers(spec: str) -> list[str]:
