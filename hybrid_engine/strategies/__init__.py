@@ -1,7 +1,12 @@
 """Query strategies that need a text generator: HyDE, decomposition, multi-hop, self-query,
 and the fusion of several of them (docs/strategies.md)."""
 
-from hybrid_engine.strategies.combine import DEFAULT_STRATEGIES, STRATEGIES, fuse_strategies
+from hybrid_engine.strategies.combine import (
+    DEFAULT_STRATEGIES,
+    STRATEGIES,
+    fuse_strategies,
+    plain_search,
+)
 from hybrid_engine.strategies.decompose import decompose
 from hybrid_engine.strategies.hyde import hyde, hyde_vector
 from hybrid_engine.strategies.multi_hop import STOP, multi_hop
@@ -34,6 +39,7 @@ __all__ = [
     "hyde",
     "hyde_vector",
     "multi_hop",
+    "plain_search",
     "self_query",
     "validate_filter",
 ]

@@ -31,7 +31,9 @@ DEFAULT_STRATEGIES = ("hybrid", "hyde", "decompose", "multi-hop")
 Runner = Callable[[list[str], int], StrategyResult]
 
 
-def _plain(engine: HybridIndex, queries: list[str], depth: int) -> StrategyResult:
+def plain_search(engine: HybridIndex, queries: Sequence[str], depth: int) -> StrategyResult:
+    """The ``"hybrid"`` strategy: ``engine.search`` of each query alone (as every strategy
+    searches), top ``depth``, traced and timed like the others."""
     start = time.perf_counter()
     traces = []
     rows = []
@@ -97,7 +99,7 @@ def fuse_strategies(
     start = time.perf_counter()
     texts = check_queries(queries)
     runners: dict[str, Runner] = {
-        "hybrid": lambda q, n: _plain(engine, q, n),
+        "hybrid": lambda q, n: plain_search(engine, q, n),
         "hyde": lambda q, n: hyde(engine, q, generate, n, prompts=prompts, depth=n),
         "decompose": lambda q, n: decompose(engine, q, generate, n, prompts=prompts, depth=n),
         "multi-hop": lambda q, n: multi_hop(engine, q, generate, n, prompts=prompts, depth=n),
