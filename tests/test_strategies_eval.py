@@ -13,6 +13,7 @@ import pytest
 from hybrid_engine.cli import main
 from hybrid_engine.evaluation import Dataset, load_beir, sample_queries
 from hybrid_engine.evaluation.metrics import evaluate, run_from_results
+from hybrid_engine.evaluation.plot import plot_quality_latency
 from hybrid_engine.evaluation.runner import (
     GENERATIVE,
     RETRIEVERS,
@@ -58,7 +59,7 @@ def per_query_hybrid(dataset: Dataset, metrics: list[str]) -> dict[str, float]:
     return evaluate(run, dataset.qrels, metrics)
 
 
-def test_silent_generator_scores_as_hybrid() -> None:
+def test_silent_generator_scores_as_hybrid(tmp_path: Path) -> None:
     calls: list[str] = []
 
     def silent(prompt: str) -> str:
@@ -84,6 +85,9 @@ def test_silent_generator_scores_as_hybrid() -> None:
     ).to_dict()
     assert rows["fused-strategies"]["ndcg@10"] == pytest.approx(hybrid["ndcg@10"])
     assert all("generation_p95_ms" in row for row in rows.values())
+    plot = tmp_path / "ablation.png"
+    plot_quality_latency(rows, plot)  # the plot takes them with their latency, generation in
+    assert plot.read_bytes().startswith(b"\x89PNG")
 
 
 def test_a_seeded_sample_of_queries(shared_data: Path) -> None:
