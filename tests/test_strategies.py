@@ -236,6 +236,7 @@ def test_timings_split_generation_and_retrieval(engine) -> None:
             trace.timings
         )
         assert all(ms >= 0 for ms in trace.timings.values())
+        assert len(trace.steps) == 2 and all(step.ms >= 0 for step in trace.steps)
     assert {"generation", "retrieval", "total"} <= set(result.timings)
     blank = hyde(engine, ["", "cat"], Scripted({}, "dog"))
     assert "hyde.generation" not in blank.traces[0].timings

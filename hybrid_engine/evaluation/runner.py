@@ -235,9 +235,7 @@ def _strategy(name: str) -> Builder:
         strategy = _STRATEGIES[name]
 
         def search(queries: Sequence[str], k: int) -> SearchResult:
-            if name == "fused-strategies":
-                return fuse_strategies(engine, queries, generate, k=k, depth=max(k, DEFAULT_DEPTH))
-            return strategy(engine, queries, generate, k, depth=max(k, DEFAULT_DEPTH))
+            return strategy(engine, queries, generate, k=k, depth=max(k, DEFAULT_DEPTH))
 
         return search, engine.doc_ids
 

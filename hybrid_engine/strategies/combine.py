@@ -18,7 +18,6 @@ from hybrid_engine.strategies.result import (
     QueryTrace,
     StrategyResult,
     assemble,
-    trace_step,
 )
 from hybrid_engine.strategies.schema import MetadataSchema
 from hybrid_engine.strategies.self_query import self_query
@@ -39,8 +38,7 @@ def plain_search(engine: HybridIndex, queries: Sequence[str], depth: int) -> Str
     rows = []
     for query in queries:
         trace = QueryTrace(query)
-        hits = trace.timed("hybrid.retrieval", engine.search, [query], depth, depth=depth)
-        trace_step(trace, "hybrid", "query", query, hits)
+        hits = trace.search("hybrid", "query", query, engine.search, [query], depth, depth=depth)
         rows.append(hits)
         traces.append(trace)
     template = rows[-1] if rows else engine.search([], depth)

@@ -17,7 +17,6 @@ from hybrid_engine.strategies.result import (
     QueryTrace,
     StrategyResult,
     assemble,
-    trace_step,
 )
 
 
@@ -84,15 +83,20 @@ def decompose(
             raw = trace.timed("decompose.generation", generate, prompt)
         asked = subqueries(query, raw, max_subqueries)
         trace.generated["decompose"] = {"raw": raw, "subqueries": asked}
-        hits = trace.timed(
-            "decompose.retrieval", engine.search, asked, depth, fusion=fusion, depth=depth
-        )
-        for i, sub in enumerate(asked):
-            trace_step(trace, "decompose", f"subquery-{i}", sub, hits, i)
-        lists = [
-            SearchResult(hits.ids[i : i + 1], hits.scores[i : i + 1]) for i in range(len(asked))
-        ]
+        lists: list[SearchResult] = []
+        for i, text in enumerate(asked):
+            hits = trace.search(
+                "decompose",
+                f"subquery-{i}",
+                text,
+                engine.search,
+                [text],
+                depth,
+                fusion=fusion,
+                depth=depth,
+            )
+            lists.append(hits)
+            template = hits
         rows.append(trace.timed("decompose.fusion", fuse, lists, k, method=method, depth=depth))
         traces.append(trace)
-        template = hits
     return assemble(rows, traces, template, (time.perf_counter() - start) * 1000)

@@ -20,7 +20,6 @@ from hybrid_engine.strategies.result import (
     QueryTrace,
     StrategyResult,
     assemble,
-    trace_step,
 )
 
 
@@ -100,8 +99,9 @@ def hyde(
             raw = [trace.timed("hyde.generation", generate, prompt) for _ in range(num_passages)]
         passages = [p for p in map(passage, raw) if p]
         trace.generated["hyde"] = {"raw": raw, "passages": passages}
-        hits = trace.timed("hyde.retrieval", _search, engine, query, passages, k, fusion, depth)
-        trace_step(trace, "hyde", "query", query, hits)
+        hits = trace.search(
+            "hyde", "query", query, _search, engine, query, passages, k, fusion, depth
+        )
         rows.append(hits)
         traces.append(trace)
         template = hits

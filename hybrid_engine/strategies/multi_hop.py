@@ -18,7 +18,6 @@ from hybrid_engine.strategies.result import (
     QueryTrace,
     StrategyResult,
     assemble,
-    trace_step,
 )
 
 STOP = "ENOUGH"
@@ -99,15 +98,10 @@ def multi_hop(
         lists: list[SearchResult] = []
         while True:
             text = asked[-1]
-            hits = trace.timed(
-                "multi-hop.retrieval",
-                engine.search,
-                [text],
-                depth,
-                fusion=fusion,
-                depth=depth,
+            label = f"hop-{len(lists)}"
+            hits = trace.search(
+                "multi-hop", label, text, engine.search, [text], depth, fusion=fusion, depth=depth
             )
-            trace_step(trace, "multi-hop", f"hop-{len(lists)}", text, hits)
             lists.append(hits)
             template = hits
             if len(lists) == max_hops or not query.strip():

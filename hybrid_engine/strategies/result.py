@@ -33,12 +33,15 @@ class Step:
         The text searched.
     doc_ids : tuple of str
         Its hits, best first (as deep as the strategy searched).
+    ms : float
+        Its milliseconds (query encoding included; HyDE's passage encoding too).
     """
 
     strategy: str
     label: str
     query: str
     doc_ids: tuple[str, ...]
+    ms: float
 
 
 @dataclass
@@ -73,6 +76,25 @@ class QueryTrace:
                 out.setdefault(doc_id, []).append(f"{step.strategy}/{step.label}")
         return out
 
+    def search(
+        self,
+        strategy: str,
+        label: str,
+        query: str,
+        call: Callable[..., HybridResult],
+        *args: Any,
+        **kwargs: Any,
+    ) -> HybridResult:
+        """``call(*args, **kwargs)``, an engine search of ``query``, recorded as a ``Step``
+        and timed into ``timings["<strategy>.retrieval"]``."""
+        tick = time.perf_counter()
+        hits = call(*args, **kwargs)
+        ms = (time.perf_counter() - tick) * 1000
+        key = f"{strategy}.retrieval"
+        self.timings[key] = self.timings.get(key, 0.0) + ms
+        self.steps.append(Step(strategy, label, query, tuple(hits.doc_ids[0]), ms))
+        return hits
+
     def timed(self, key: str, call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         """``call(*args, **kwargs)``, its milliseconds added to ``timings[key]``."""
         tick = time.perf_counter()
@@ -98,13 +120,6 @@ class StrategyResult(HybridResult):
     """
 
     traces: tuple[QueryTrace, ...] = ()
-
-
-def trace_step(
-    trace: QueryTrace, strategy: str, label: str, query: str, hits: HybridResult, row: int = 0
-) -> None:
-    """Record the ``row``-th query of ``hits`` as a step of ``trace``."""
-    trace.steps.append(Step(strategy, label, query, tuple(hits.doc_ids[row])))
 
 
 def assemble(

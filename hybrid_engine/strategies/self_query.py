@@ -20,7 +20,6 @@ from hybrid_engine.strategies.result import (
     QueryTrace,
     StrategyResult,
     assemble,
-    trace_step,
 )
 from hybrid_engine.strategies.schema import MetadataSchema
 
@@ -158,8 +157,11 @@ def self_query(
                 )
         trace.generated["self-query"] = proposal
         where = proposal.spec if proposal is not None and proposal.valid and proposal.spec else None
-        hits = trace.timed(
-            "self-query.retrieval",
+        label = "filtered" if where else "unfiltered"
+        hits = trace.search(
+            "self-query",
+            label,
+            query,
             engine.search,
             [query],
             k,
@@ -167,7 +169,6 @@ def self_query(
             depth=depth,
             filter=where,
         )
-        trace_step(trace, "self-query", "filtered" if where else "unfiltered", query, hits)
         rows.append(hits)
         traces.append(trace)
         template = hits
