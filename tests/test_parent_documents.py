@@ -351,3 +351,35 @@ def test_chunker_counts_tokens_as_chunks_do(chunker: Chunker, counter: Tokenizer
         assert chunk.num_tokens == len(counter.encode(chunk.text, add_special_tokens=False).ids)
     with pytest.raises(TypeError, match="text must be a str, got bytes"):
         chunker.count_tokens(b"cat")  # type: ignore[arg-type]
+
+
+def test_a_passage_past_the_window_is_found_with_the_real_model(encoder: Any) -> None:
+    """The one test with the default model: a fact in the last sentence of a document of
+    about 400 tokens, past the 256 the bi-encoder reads whole, is found through its chunk
+    (dense leg alone), and the hit's span holds it."""
+    dishes = "soup bread pasta rice curry salad stew pie cake omelette".split()
+    filler = "  ".join(
+        f"To cook the {dish} well, stir the pot slowly and add {n} pinches of salt and pepper."
+        for n, dish in enumerate(dishes * 2, 1)
+    )
+    fact = "The lighthouse on the northern cliff was painted bright green in 1953."
+    docs = [
+        {"_id": "long", "title": "Kitchen notes", "text": f"{filler}  {fact}"},
+        {
+            "_id": "ships",
+            "title": "Harbour",
+            "text": "Fishing boats return to the harbour at dawn.",
+        },
+        {"_id": "paint", "title": "Paint", "text": "Oil paint dries slowly on canvas."},
+        {"_id": "birds", "title": "Cliffs", "text": "Gulls nest on the cliffs above the sea."},
+    ]
+    chunker = Chunker.load()
+    assert chunker.count_tokens(f"Kitchen notes {filler}") > 254  # the fact is past the window
+    index = ParentDocumentIndex.build(docs, chunker=chunker, retrievers=("dense",), encoder=encoder)
+    assert len(index.engine) > len(docs)
+    query = "what colour was the lighthouse on the cliff painted"
+    best = index.search(query, 1).documents[0][0]
+    assert best.id == "long"
+    assert any(best.text[a:b].endswith(fact) for a, b in best.spans)
+    plain = HybridIndex.build(docs, retrievers=("dense",), encoder=encoder)
+    assert plain.search(query, 4).doc_ids[0][0] != "long"  # truncated, the fact is unread
