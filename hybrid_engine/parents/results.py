@@ -146,7 +146,7 @@ class ParentSearchResult:
     @property
     def ids(self) -> list[list[str]]:
         """Each query's hit ids, best first: parent ids, or chunk ids for ``unit="chunks"``."""
-        if self.documents is not None:
-            return [[hit.id for hit in row] for row in self.documents]
-        assert self.chunks is not None  # one of the two is always set
-        return [[hit.id for hit in row] for row in self.chunks]
+        rows: list[list[ParentHit]] | list[list[ChunkHit]] = (
+            self.documents if self.documents is not None else self.chunks or []
+        )
+        return [[hit.id for hit in row] for row in rows]
