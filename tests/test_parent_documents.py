@@ -383,3 +383,17 @@ def test_a_passage_past_the_window_is_found_with_the_real_model(encoder: Any) ->
     assert any(best.text[a:b].endswith(fact) for a, b in best.spans)
     plain = HybridIndex.build(docs, retrievers=("dense",), encoder=encoder)
     assert plain.search(query, 4).doc_ids[0][0] != "long"  # truncated, the fact is unread
+
+
+def test_close_drops_the_staged_parents_too(chunker: Chunker) -> None:
+    docs = corpus()
+    index = build(docs, chunker)
+    index.add([document(40, 3)])
+    index.delete(["p1"])
+    index.close()  # staged changes are dropped, in the engine and in the parent bookkeeping
+    assert not index.has_staged
+    index.add([document(40, 3)])  # not a duplicate any more
+    with pytest.raises(DuplicateIdError):
+        index.add([document(1, 2)])  # p1 is back
+    index.commit()
+    assert_equals_fresh(index, [*docs, document(40, 3)], chunker)
