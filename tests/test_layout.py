@@ -34,6 +34,7 @@ FLOORS = {
     "feedback": 3,  # pseudo-relevance feedback over a lexical or a dense index
     "live": 4,  # segments of every leg, snapshots, commits
     "pipeline": 5,
+    "parents": 6,  # parent documents indexed as chunks in the engine (composes HybridIndex)
     "evaluation": 6,
     "training": 7,
     "server": 8,  # the HTTP server over the public API; only the cli's serve imports it
