@@ -27,6 +27,7 @@ LEAVES = {
 FLOORS = {
     "leaf": 0,
     "models": 1,
+    "generation": 1,  # a local text generator (llama.cpp) behind generate(prompt) -> str
     "lexical": 2,
     "dense": 2,
     "chunking": 2,  # sentences packed into token-budget chunks, in the bi-encoder's tokenizer
