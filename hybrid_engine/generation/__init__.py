@@ -8,8 +8,9 @@ plug in any other generator.
 """
 
 from hybrid_engine.generation.local import GenerationStats, LocalGenerator
-from hybrid_engine.generation.registry import GENERATORS, load_generator, weights_path
+from hybrid_engine.generation.registry import load_generator
 from hybrid_engine.generation.repetition import cut_repetition
+from hybrid_engine.generation.weights import GENERATORS, weights_path
 
 __all__ = [
     "GENERATORS",

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_engine.generation.repetition import cut_repetition
-
-INSTALL_HINT = 'pip install "hybrid-engine[generate]"'
+from hybrid_engine.generation.weights import INSTALL_HINT, weights_path
 
 
 @dataclass(frozen=True)
@@ -168,8 +167,6 @@ class LocalGenerator:
             raise ValueError(f"num_threads must be >= 1 or None, got {num_threads}")
         llama_cpp = import_llama()
         if model is None:
-            from hybrid_engine.generation.registry import weights_path
-
             path = weights_path()
         else:
             path = Path(model)

