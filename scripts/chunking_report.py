@@ -1,25 +1,32 @@
-"""nDCG@10 and Recall@100 of dense retrieval over whole documents truncated at the bi-encoder's
-window against retrieval over chunks aggregated to documents, alone and fused with BM25.
+"""nDCG@10 and Recall@100 of each retrieval leg over whole documents (truncated at the model's
+window for dense and SPLADE) against retrieval over chunks aggregated to documents, and of
+their fusions.
 
-For each BEIR-layout collection named by ``--collections`` under ``--data`` (default
-``../shared/data/beir``), test queries:
+For each collection named by ``--collections``: a BEIR-layout folder under ``--data`` (default
+``../shared/data/beir``), or ``scifact-long`` (SciFact's test queries and qrels over
+``--long-documents`` of its documents, every judged one kept, each text set among Wikipedia
+summaries: ``long_documents.py``), test queries:
 
-- ``truncated``: the engine's dense leg, ``title + " " + text`` of each document encoded by
-  the int8 all-MiniLM-L6-v2 (which reads the first 256 tokens), searched exactly.
-- chunked: ``Chunker.load()`` (200 tokens, 40 of overlap) cuts each document's ``text``; each
-  chunk is encoded as ``title + " " + chunk.text``; the top ``--top-chunks`` chunks of a query
-  (exact search) are aggregated to their documents by ``max`` (MaxP: a document's best chunk),
-  ``sum`` (of its chunks in the top list) and ``first`` (the score of its first chunk only,
-  a document whose first chunk is not in the top list is not retrieved).
-- ``+ bm25``: each dense ranking's top 100 fused with BM25's (defaults, whole documents) by
-  ``fuse``'s default method at the engine's default depth (100).
+- documents: BM25 (defaults) over ``title + " " + text``; dense: the same text through the int8
+  all-MiniLM-L6-v2 (which reads the first 256 tokens), exact search; SPLADE (collections in
+  ``--splade``): ``SpladeEncoder.load()`` (splade-tiny, 256 tokens) and ``SpladeIndex``.
+- chunks: ``Chunker.load()`` (200 tokens, 40 of overlap) cuts each document's ``text``; each
+  chunk is indexed by every leg as ``title + " " + chunk.text``; the top ``--top-chunks``
+  chunks of a query are aggregated to their documents by ``max`` (MaxP: a document's best
+  chunk), ``sum`` (of its chunks in the top list) and ``first`` (the score of its first chunk
+  only, a document whose first chunk is not in the top list is not retrieved).
+- fused, by ``fuse``'s default method at the engine's default depth (100): (a) BM25 over
+  documents + truncated dense (the engine today), (b) BM25 over documents + dense chunks by the
+  dense leg's best aggregation, (c) BM25 chunks + dense chunks, each by its leg's best.
 
-Embeddings go through the embedding cache, so a rerun encodes nothing. Each chunked variant
-is compared with truncation, dense and fused, per query: a two-sided paired t-test and a
-two-sided paired randomization test (sign flips); the best variant by dense nDCG@10 is
-marked (choosing it after the fact is not paid for in its p-values)::
+Dense embeddings go through the embedding cache, so a rerun encodes nothing (SPLADE vectors
+are not cached: it is timed). Each chunked variant is compared with its leg over documents,
+(b) and (c) with (a), per query: a two-sided paired t-test and a two-sided paired
+randomization test (sign flips); the best aggregation per leg by nDCG@10 is marked (choosing
+it after the fact is not paid for in its p-values)::
 
-    PYTHONPATH=. python scripts/chunking_report.py [--collections scifact] [--json out.json]
+    PYTHONPATH=.:scripts python scripts/chunking_report.py \\
+        --collections scifact,nfcorpus-partial,scifact-long --splade scifact --json out.json
 """
 
 from __future__ import annotations
