@@ -5,28 +5,38 @@ Builds the index twice over ``../shared/data/beir/scifact`` (int8 all-MiniLM-L6-
 ``Chunker.load()``, exact dense search): the dense leg alone, where MaxP and first must give
 the report's chunk figures, and BM25 + dense over the chunks (fused per chunk by the engine's
 default, then aggregated). ``k=100`` parents from ``chunk_depth=1000`` chunks, as the report's
-top 1,000. Embeddings go through the embedding cache::
+top 1,000. ``--collection scifact-long`` runs the same over the long-document set of
+``chunking_report`` (its default seed and size). Embeddings go through the embedding cache::
 
-    PYTHONPATH=. python scripts/parent_documents_check.py
+    PYTHONPATH=.:scripts python scripts/parent_documents_check.py [--collection scifact-long]
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 
+from chunking_report import LONG, beir_collection, long_collection
+from long_documents import WIKIPEDIA
+
 from hybrid_engine import EmbeddingCache, Encoder, ParentDocumentIndex
 from hybrid_engine.chunking import Chunker
-from hybrid_engine.evaluation import evaluate, load_beir
-from hybrid_engine.evaluation.runner import documents_with_text
+from hybrid_engine.evaluation import evaluate
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "beir" / "scifact"
 
 
 def main() -> None:
-    dataset = load_beir(DATA, "test")
-    corpus = documents_with_text(dataset)
-    query_ids, queries = list(dataset.queries), list(dataset.queries.values())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--collection", choices=("scifact", LONG), default="scifact")
+    args = parser.parse_args()
+    if args.collection == LONG:
+        collection = long_collection(DATA, WIKIPEDIA, 1000, 0)
+    else:
+        collection = beir_collection(DATA)
+    corpus, qrels = collection.corpus, collection.qrels
+    query_ids, queries = collection.query_ids, collection.query_texts
     encoder, chunker = Encoder.load(variant="int8"), Chunker.load()
     for retrievers in (("dense",), ("bm25", "dense")):
         tick = time.perf_counter()
@@ -48,7 +58,7 @@ def main() -> None:
                 q: {hit.id: hit.score for hit in row}
                 for q, row in zip(query_ids, result.documents, strict=True)
             }
-            metrics = evaluate(run, dataset.qrels, ("ndcg@10", "recall@100"))
+            metrics = evaluate(run, qrels, ("ndcg@10", "recall@100"))
             print(
                 f"{'+'.join(retrievers):10} {aggregate:5} {len(index.engine)} chunks  "
                 f"nDCG@10 {metrics['ndcg@10']:.4f}  R@100 {metrics['recall@100']:.4f}  "
