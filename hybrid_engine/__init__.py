@@ -14,6 +14,13 @@ from hybrid_engine.lexical import Analyzer, AnalyzerConfig, BM25Index, BM25Param
 from hybrid_engine.live import Hit, MergePolicy
 from hybrid_engine.metadata import Filter, MetadataColumns
 from hybrid_engine.models import CrossEncoder, Encoder, ModelNotFoundError, SpladeEncoder
+from hybrid_engine.parents import (
+    ChunkHit,
+    ContextSpan,
+    ParentDocumentIndex,
+    ParentHit,
+    ParentSearchResult,
+)
 from hybrid_engine.pipeline import HybridIndex, HybridResult, fuse, mmr, rerank
 from hybrid_engine.results import PAD_ID, SearchResult, SparseVectors
 from hybrid_engine.sparse import SpladeIndex
@@ -25,6 +32,8 @@ __all__ = [
     "AnalyzerConfig",
     "BM25Index",
     "BM25Params",
+    "ChunkHit",
+    "ContextSpan",
     "CrossEncoder",
     "DenseIndex",
     "DuplicateIdError",
@@ -39,6 +48,9 @@ __all__ = [
     "MergePolicy",
     "MetadataColumns",
     "ModelNotFoundError",
+    "ParentDocumentIndex",
+    "ParentHit",
+    "ParentSearchResult",
     "Rocchio",
     "SearchResult",
     "SparseVectors",

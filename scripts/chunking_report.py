@@ -1,25 +1,32 @@
-"""nDCG@10 and Recall@100 of dense retrieval over whole documents truncated at the bi-encoder's
-window against retrieval over chunks aggregated to documents, alone and fused with BM25.
+"""nDCG@10 and Recall@100 of each retrieval leg over whole documents (truncated at the model's
+window for dense and SPLADE) against retrieval over chunks aggregated to documents, and of
+their fusions.
 
-For each BEIR-layout collection named by ``--collections`` under ``--data`` (default
-``../shared/data/beir``), test queries:
+For each collection named by ``--collections``: a BEIR-layout folder under ``--data`` (default
+``../shared/data/beir``), or ``scifact-long`` (SciFact's test queries and qrels over
+``--long-documents`` of its documents, every judged one kept, each text set among Wikipedia
+summaries: ``long_documents.py``), test queries:
 
-- ``truncated``: the engine's dense leg, ``title + " " + text`` of each document encoded by
-  the int8 all-MiniLM-L6-v2 (which reads the first 256 tokens), searched exactly.
-- chunked: ``Chunker.load()`` (200 tokens, 40 of overlap) cuts each document's ``text``; each
-  chunk is encoded as ``title + " " + chunk.text``; the top ``--top-chunks`` chunks of a query
-  (exact search) are aggregated to their documents by ``max`` (MaxP: a document's best chunk),
-  ``sum`` (of its chunks in the top list) and ``first`` (the score of its first chunk only,
-  a document whose first chunk is not in the top list is not retrieved).
-- ``+ bm25``: each dense ranking's top 100 fused with BM25's (defaults, whole documents) by
-  ``fuse``'s default method at the engine's default depth (100).
+- documents: BM25 (defaults) over ``title + " " + text``; dense: the same text through the int8
+  all-MiniLM-L6-v2 (which reads the first 256 tokens), exact search; SPLADE (collections in
+  ``--splade``): ``SpladeEncoder.load()`` (splade-tiny, 256 tokens) and ``SpladeIndex``.
+- chunks: ``Chunker.load()`` (200 tokens, 40 of overlap) cuts each document's ``text``; each
+  chunk is indexed by every leg as ``title + " " + chunk.text``; the top ``--top-chunks``
+  chunks of a query are aggregated to their documents by ``max`` (MaxP: a document's best
+  chunk), ``sum`` (of its chunks in the top list) and ``first`` (the score of its first chunk
+  only, a document whose first chunk is not in the top list is not retrieved).
+- fused, by ``fuse``'s default method at the engine's default depth (100): (a) BM25 over
+  documents + truncated dense (the engine today), (b) BM25 over documents + dense chunks by the
+  dense leg's best aggregation, (c) BM25 chunks + dense chunks, each by its leg's best.
 
-Embeddings go through the embedding cache, so a rerun encodes nothing. Each chunked variant
-is compared with truncation, dense and fused, per query: a two-sided paired t-test and a
-two-sided paired randomization test (sign flips); the best variant by dense nDCG@10 is
-marked (choosing it after the fact is not paid for in its p-values)::
+Dense embeddings go through the embedding cache, so a rerun encodes nothing (SPLADE vectors
+are not cached: it is timed). Each chunked variant is compared with its leg over documents,
+(b) and (c) with (a), per query: a two-sided paired t-test and a two-sided paired
+randomization test (sign flips); the best aggregation per leg by nDCG@10 is marked (choosing
+it after the fact is not paid for in its p-values)::
 
-    PYTHONPATH=. python scripts/chunking_report.py [--collections scifact] [--json out.json]
+    PYTHONPATH=.:scripts python scripts/chunking_report.py \\
+        --collections scifact,nfcorpus-partial,scifact-long --splade scifact --json out.json
 """
 
 from __future__ import annotations
@@ -27,25 +34,46 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import long_documents
 import numpy as np
 from prf_report import sign_flip_p  # the paired randomization test of the feedback report
 from scipy import stats
 
-from hybrid_engine import BM25Index, DenseIndex, EmbeddingCache, Encoder, SearchResult, fuse
+from hybrid_engine import (
+    BM25Index,
+    DenseIndex,
+    EmbeddingCache,
+    Encoder,
+    SearchResult,
+    SpladeEncoder,
+    SpladeIndex,
+    fuse,
+)
 from hybrid_engine.chunking import Chunk, Chunker
+from hybrid_engine.chunking.tokens import count_each
 from hybrid_engine.cli.demo import DEFAULT_DATASET
 from hybrid_engine.corpus import document_text, document_title
 from hybrid_engine.evaluation import evaluate, load_beir, run_from_results
 from hybrid_engine.evaluation.runner import documents_with_text
+from hybrid_engine.models.session import load_tokenizer
+from hybrid_engine.models.store import BI_ENCODER, read_model
 from hybrid_engine.pipeline.engine import DEFAULT_DEPTH
 
 METRICS = ("ndcg@10", "recall@100")
 AGGREGATIONS = ("max", "sum", "first")
+LONG = "scifact-long"
+"""The name of the long-document set built from SciFact (``long_collection``)."""
+FILLER_POOL = 5000
+"""Wikipedia summaries sampled as the long set's filler texts."""
+WINDOW = 254
+"""Text tokens all-MiniLM-L6-v2 reads: 256 with [CLS] and [SEP]."""
 
 
 def chunk_texts(corpus: Sequence[dict[str, Any]], chunks: Sequence[Chunk]) -> list[str]:
@@ -132,6 +160,11 @@ def compare(base: dict[str, np.ndarray], other: dict[str, np.ndarray]) -> dict[s
     return out
 
 
+def mean_of(values: dict[str, np.ndarray]) -> dict[str, float]:
+    """Each metric's mean over the queries."""
+    return {metric: float(v.mean()) for metric, v in values.items()}
+
+
 def timed(work: Callable[[], Any]) -> tuple[Any, float]:
     """``work()`` and its wall seconds."""
     start = time.perf_counter()
@@ -139,12 +172,35 @@ def timed(work: Callable[[], Any]) -> tuple[Any, float]:
     return value, time.perf_counter() - start
 
 
-def collection_report(folder: Path, encoder: Encoder, top_chunks: int) -> dict[str, Any]:
-    """Every figure of one collection's test split."""
-    dataset = load_beir(folder, "test")
-    corpus = documents_with_text(dataset)
+def leg_runs(
+    search: Callable[[int], SearchResult],
+    search_chunks: Callable[[int], SearchResult],
+    parents: np.ndarray,
+    first: np.ndarray,
+    n_docs: int,
+    top_chunks: int,
+) -> dict[str, SearchResult]:
+    """One leg's document ranking and its chunk rankings aggregated each way."""
+    runs = {"documents": search(DEFAULT_DEPTH)}
+    found = search_chunks(top_chunks)
+    for how in AGGREGATIONS:
+        runs[how] = aggregate(found, parents, first, how, n_docs)
+    return runs
+
+
+def saved_bytes(index: BM25Index) -> int:
+    """Disk bytes of ``index`` saved to a temporary directory."""
+    with tempfile.TemporaryDirectory() as folder:
+        index.save(Path(folder) / "index")
+        return sum(f.stat().st_size for f in Path(folder).rglob("*") if f.is_file())
+
+
+def collection_report(
+    collection: Collection, encoder: Encoder, top_chunks: int, splade: bool
+) -> dict[str, Any]:
+    """Every figure of one collection's test queries."""
+    corpus, query_texts = collection.corpus, collection.query_texts
     doc_ids = [doc["_id"] for doc in corpus]
-    query_ids, query_texts = list(dataset.queries), list(dataset.queries.values())
     cache = EmbeddingCache()
     seconds: dict[str, float] = {}
 
@@ -153,113 +209,233 @@ def collection_report(folder: Path, encoder: Encoder, top_chunks: int) -> dict[s
     parents = np.array([position[c.parent_id] for c in chunks], np.int64)
     first = np.array([c.position == 0 for c in chunks])
     doc_texts = [document_text(doc, i)[0] for i, doc in enumerate(corpus)]
-    doc_vectors, seconds["encode_documents"] = timed(lambda: cache.encode(encoder, doc_texts))
     texts = chunk_texts(corpus, chunks)
-    chunk_vectors, seconds["encode_chunks"] = timed(lambda: cache.encode(encoder, texts))
-    queries, seconds["encode_queries"] = timed(lambda: encoder.encode(query_texts))
+    doc_vectors, seconds["dense_documents"] = timed(lambda: cache.encode(encoder, doc_texts))
+    chunk_vectors, seconds["dense_chunks"] = timed(lambda: cache.encode(encoder, texts))
+    queries = encoder.encode(query_texts)
 
-    tick = time.perf_counter()
-    dense = {"truncated": exact_index(doc_vectors).search(queries, top_chunks)}
-    found = exact_index(chunk_vectors).search(queries, top_chunks)
-    for how in AGGREGATIONS:
-        dense[how] = aggregate(found, parents, first, how, len(corpus))
-    bm25 = BM25Index.build(corpus).search(query_texts, DEFAULT_DEPTH)
-    runs: dict[str, SearchResult] = {"bm25": bm25}
-    for name, result in dense.items():
-        runs[name] = result
-        runs[f"{name} + bm25"] = fuse([bm25, result], DEFAULT_DEPTH, depth=DEFAULT_DEPTH)
-    seconds["search_and_fuse"] = time.perf_counter() - tick
+    legs: dict[str, dict[str, SearchResult]] = {}
+    bm25_docs, seconds["bm25_documents"] = timed(lambda: BM25Index.build(corpus))
+    bm25_chunks, seconds["bm25_chunks"] = timed(lambda: BM25Index.build(texts))
+    legs["bm25"] = leg_runs(
+        lambda k: bm25_docs.search(query_texts, k),
+        lambda k: bm25_chunks.search(query_texts, k),
+        parents,
+        first,
+        len(corpus),
+        top_chunks,
+    )
+    legs["dense"] = leg_runs(
+        lambda k: exact_index(doc_vectors).search(queries, k),
+        lambda k: exact_index(chunk_vectors).search(queries, k),
+        parents,
+        first,
+        len(corpus),
+        top_chunks,
+    )
+    if splade:
+        sparse = SpladeEncoder.load()
+        splade_docs, seconds["splade_documents"] = timed(
+            lambda: SpladeIndex.build(doc_texts, encoder=sparse)
+        )
+        splade_chunks, seconds["splade_chunks"] = timed(
+            lambda: SpladeIndex.build(texts, encoder=sparse)
+        )
+        legs["splade"] = leg_runs(
+            lambda k: splade_docs.search(query_texts, k),
+            lambda k: splade_chunks.search(query_texts, k),
+            parents,
+            first,
+            len(corpus),
+            top_chunks,
+        )
 
-    values = {name: per_query(r, query_ids, dataset.qrels, doc_ids) for name, r in runs.items()}
-    best = max(AGGREGATIONS, key=lambda how: values[how]["ndcg@10"].mean())
+    def scores(result: SearchResult) -> dict[str, np.ndarray]:
+        return per_query(result, collection.query_ids, collection.qrels, doc_ids)
+
+    values = {leg: {v: scores(r) for v, r in runs.items()} for leg, runs in legs.items()}
+    best = {
+        leg: max(AGGREGATIONS, key=lambda how: row[how]["ndcg@10"].mean())
+        for leg, row in values.items()
+    }
+    fused_inputs = {
+        "a: BM25 documents + dense truncated": ("documents", "documents"),
+        "b: BM25 documents + dense chunks": ("documents", best["dense"]),
+        "c: BM25 chunks + dense chunks": (best["bm25"], best["dense"]),
+    }
+    fused = {
+        name: scores(
+            fuse([legs["bm25"][lex], legs["dense"][den]], DEFAULT_DEPTH, depth=DEFAULT_DEPTH)
+        )
+        for name, (lex, den) in fused_inputs.items()
+    }
+    base = fused["a: BM25 documents + dense truncated"]
     dim = doc_vectors.shape[1]
-    means = {name: {m: float(v.mean()) for m, v in row.items()} for name, row in values.items()}
     return {
-        "means": means,
+        "means": {
+            **{leg: {v: mean_of(s) for v, s in row.items()} for leg, row in values.items()},
+            "fused": {name: mean_of(s) for name, s in fused.items()},
+        },
         "best": best,
+        "fused_inputs": {name: list(pair) for name, pair in fused_inputs.items()},
         "tests": {
-            how: {
-                "dense": compare(values["truncated"], values[how]),
-                "fused": compare(values["truncated + bm25"], values[f"{how} + bm25"]),
-            }
-            for how in AGGREGATIONS
+            **{
+                leg: {how: compare(row["documents"], row[how]) for how in AGGREGATIONS}
+                for leg, row in values.items()
+            },
+            "fused": {name: compare(base, s) for name, s in list(fused.items())[1:]},
         },
         "sizes": {
             "documents": len(corpus),
             "chunks": len(chunks),
-            "documents_bytes": len(corpus) * dim * 4,
-            "chunks_bytes": len(chunks) * dim * 4,
             "chunked_documents": int(np.count_nonzero(np.bincount(parents) > 1)),
+            "dense_documents_bytes": len(corpus) * dim * 4,
+            "dense_chunks_bytes": len(chunks) * dim * 4,
+            "bm25_documents_bytes": saved_bytes(bm25_docs),
+            "bm25_chunks_bytes": saved_bytes(bm25_chunks),
         },
-        "queries": len(values["bm25"]["ndcg@10"]),
+        "queries": len(base["ndcg@10"]),
         "top_chunks": top_chunks,
         "seconds": seconds,
+        **collection.notes,
     }
+
+
+LEG_NAMES = {"bm25": "BM25", "dense": "dense", "splade": "SPLADE"}
 
 
 def markdown(name: str, report: dict[str, Any]) -> str:
     """The collection's tables: every ranking's means, the paired tests, the sizes."""
-    means, sizes = report["means"], report["sizes"]
+    means, sizes, tests = report["means"], report["sizes"], report["tests"]
+    legs = [leg for leg in LEG_NAMES if leg in report["best"]]
     lines = [
-        f"| {name} ({report['queries']} queries) | nDCG@10 | R@100 | + BM25 nDCG@10 | R@100 |",
-        "|---" * 5 + "|",
-        f"| BM25 alone | {means['bm25']['ndcg@10']:.4f} | {means['bm25']['recall@100']:.4f} | | |",
+        f"| {name} ({report['queries']} queries) | "
+        + " | ".join(f"{LEG_NAMES[leg]} nDCG@10 | R@100" for leg in legs)
+        + " |",
+        "|---" * (1 + 2 * len(legs)) + "|",
     ]
-    for variant in ("truncated", *AGGREGATIONS):
-        alone, fused = means[variant], means[f"{variant} + bm25"]
-        label = "truncated (256 tokens)" if variant == "truncated" else f"chunks, {variant}"
+    for variant in ("documents", *AGGREGATIONS):
+        label = "whole (dense, SPLADE: truncated)" if variant == "documents" else variant
+        cells = []
+        for leg in legs:
+            row = means[leg][variant]
+            bold = "**" if variant == report["best"][leg] else ""
+            cells.append(f"{bold}{row['ndcg@10']:.4f}{bold} | {row['recall@100']:.4f}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += ["", "| fused (DBSF, depth 100) | nDCG@10 | R@100 |", "|---|---|---|"]
+    for fused, row in means["fused"].items():
+        lex, den = report["fused_inputs"][fused]
         lines.append(
-            f"| {label} | {alone['ndcg@10']:.4f} | {alone['recall@100']:.4f} "
-            f"| {fused['ndcg@10']:.4f} | {fused['recall@100']:.4f} |"
+            f"| {fused} ({lex} / {den}) | {row['ndcg@10']:.4f} | {row['recall@100']:.4f} |"
         )
     lines += [
         "",
-        "| chunks vs truncated | leg | metric | Δ | wins / losses | p (t / rand) |",
-        "|---" * 6 + "|",
+        "| vs whole | metric | Δ | wins / losses | p (t / rand) |",
+        "|---" * 5 + "|",
     ]
-    for how, legs in report["tests"].items():
-        label = f"**{how}** (best)" if how == report["best"] else how
-        for leg, tests in legs.items():
-            for metric, t in tests.items():
-                lines.append(
-                    f"| {label} | {leg} | {metric} | {t['delta']:+.4f} | {t['wins']} / "
-                    f"{t['losses']} | {t['p_t']:.3f} / {t['p_rand']:.3f} |"
-                )
-    ratio = sizes["chunks"] / sizes["documents"]
+    rows = [(f"{LEG_NAMES[leg]} {how}", tests[leg][how]) for leg in legs for how in AGGREGATIONS]
+    rows += [(f"fused {fused[:1]} vs a", t) for fused, t in tests["fused"].items()]
+    for label, test in rows:
+        for metric, t in test.items():
+            lines.append(
+                f"| {label} | {metric} | {t['delta']:+.4f} | {t['wins']} / {t['losses']} "
+                f"| {t['p_t']:.3f} / {t['p_rand']:.3f} |"
+            )
+    mib = 2**20
     lines += [
         "",
-        f"Vectors: {sizes['documents']:,} documents, {sizes['documents_bytes'] / 2**20:.1f} MiB; "
-        f"{sizes['chunks']:,} chunks ({ratio:.2f} per document; {sizes['chunked_documents']:,} "
-        f"documents in more than one), {sizes['chunks_bytes'] / 2**20:.1f} MiB (float32). "
-        f"Top {report['top_chunks']} chunks per query. Seconds: "
-        + ", ".join(f"{k} {v:.1f}" for k, v in report["seconds"].items())
-        + ".",
+        f"Sizes: {sizes['documents']:,} documents, {sizes['chunks']:,} chunks "
+        f"({sizes['chunks'] / sizes['documents']:.2f} per document, "
+        f"{sizes['chunked_documents']:,} documents in more than one); dense float32 "
+        f"{sizes['dense_documents_bytes'] / mib:.1f} MiB vs {sizes['dense_chunks_bytes'] / mib:.1f}"
+        f" MiB; saved BM25 {sizes['bm25_documents_bytes'] / mib:.1f} MiB vs "
+        f"{sizes['bm25_chunks_bytes'] / mib:.1f} MiB. Top {report['top_chunks']} chunks. "
+        "Seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in report["seconds"].items()) + ".",
     ]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Collection:
+    """A corpus with judged test queries, and notes on how it was made."""
+
+    corpus: list[dict[str, Any]]
+    query_ids: list[str]
+    query_texts: list[str]
+    qrels: dict[str, dict[str, int]]
+    notes: dict[str, Any]
+
+
+def beir_collection(folder: Path) -> Collection:
+    """A BEIR folder's documents with text and its test queries."""
+    dataset = load_beir(folder, "test")
+    queries = dataset.queries
+    return Collection(
+        documents_with_text(dataset), list(queries), list(queries.values()), dataset.qrels, {}
+    )
+
+
+def long_collection(folder: Path, fillers: Path, n_documents: int, seed: int) -> Collection:
+    """``scifact-long``: ``n_documents`` of ``folder``'s documents (every judged one kept),
+    each lengthened among ``FILLER_POOL`` texts of ``fillers`` (``long_documents``)."""
+    base = beir_collection(folder)
+    sampled = long_documents.sample_documents(base.corpus, base.qrels, n_documents, seed)
+    pool = long_documents.read_fillers(fillers, FILLER_POOL, seed)
+    tokenizer = load_tokenizer(read_model(None, kind=BI_ENCODER))
+    tokenizer.no_truncation()
+    corpus, placements = long_documents.lengthen(
+        sampled, pool, lambda texts: count_each(tokenizer, texts), seed=seed
+    )
+    before = np.array([p.tokens_before for p in placements])
+    tokens = np.array([p.tokens for p in placements])
+    notes = {
+        "long": {
+            "seed": seed,
+            "filler_pool": FILLER_POOL,
+            "tokens_median": float(np.median(tokens)),
+            "tokens_min": int(tokens.min()),
+            "tokens_max": int(tokens.max()),
+            "abstract_past_window": int((before >= WINDOW).sum()),
+            "abstract_at_start": int((before == 0).sum()),
+        }
+    }
+    return Collection(corpus, base.query_ids, base.query_texts, base.qrels, notes)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATASET.parent)
-    parser.add_argument("--collections", default="scifact", help="comma-separated folder names")
+    parser.add_argument(
+        "--collections", default="scifact", help=f"comma-separated folder names, or {LONG}"
+    )
+    parser.add_argument("--splade", default="scifact", help="collections with a SPLADE leg")
     parser.add_argument("--top-chunks", type=int, default=1000, help="chunks searched per query")
+    parser.add_argument("--fillers", type=Path, default=long_documents.WIKIPEDIA)
+    parser.add_argument("--long-documents", type=int, default=1000, help=f"documents of {LONG}")
+    parser.add_argument("--seed", type=int, default=0, help=f"seed of {LONG}")
     parser.add_argument("--json", metavar="FILE", help="also write every figure as JSON")
     args = parser.parse_args()
-    folders = [args.data / name for name in args.collections.split(",")]
-    missing = [str(f) for f in folders if not (f / "corpus.jsonl").is_file()]
+    names = args.collections.split(",")
+    folders = {name: args.data / ("scifact" if name == LONG else name) for name in names}
+    missing = [str(f) for f in folders.values() if not (f / "corpus.jsonl").is_file()]
     if missing:
         print(f"no BEIR collection at {', '.join(missing)}", file=sys.stderr)
         return 2
     start = time.perf_counter()
     encoder = Encoder.load(variant="int8")
+    splade = set(args.splade.split(",")) if args.splade else set()
     reports = {}
-    for folder in folders:
-        reports[folder.name] = collection_report(folder, encoder, args.top_chunks)
-        print(markdown(folder.name, reports[folder.name]), end="\n\n", flush=True)
+    for name, folder in folders.items():
+        collection = (
+            long_collection(folder, args.fillers, args.long_documents, args.seed)
+            if name == LONG
+            else beir_collection(folder)
+        )
+        reports[name] = collection_report(collection, encoder, args.top_chunks, name in splade)
+        print(markdown(name, reports[name]), end="\n\n", flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(reports, indent=2) + "\n", encoding="utf-8")
     print(f"wall time {time.perf_counter() - start:.0f} s")
-    if args.json:
-        Path(args.json).write_text(json.dumps(reports, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {args.json}")
     return 0
 
 

@@ -27,6 +27,7 @@ LEAVES = {
 FLOORS = {
     "leaf": 0,
     "models": 1,
+    "generation": 1,  # a local text generator (llama.cpp) behind generate(prompt) -> str
     "lexical": 2,
     "dense": 2,
     "chunking": 2,  # sentences packed into token-budget chunks, in the bi-encoder's tokenizer
@@ -34,6 +35,7 @@ FLOORS = {
     "feedback": 3,  # pseudo-relevance feedback over a lexical or a dense index
     "live": 4,  # segments of every leg, snapshots, commits
     "pipeline": 5,
+    "parents": 6,  # parent documents indexed as chunks in the engine (composes HybridIndex)
     "evaluation": 6,
     "training": 7,
     "server": 8,  # the HTTP server over the public API; only the cli's serve imports it

@@ -251,6 +251,15 @@ def test_the_serve_command_binds_localhost_and_serves_the_loaded_index(
     assert (loaded["host"], loaded["port"]) == ("0.0.0.0", 9000)
 
 
+def test_serve_refuses_a_batch_max_below_one(
+    server: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hybrid_engine.cli import main
+
+    assert main(["serve", "my.idx", "--batch-max", "0"]) != 0
+    assert "--batch-max must be >= 1, got 0" in capsys.readouterr().err
+
+
 def test_staged_changes_at_shutdown_are_reported_or_committed(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -132,6 +132,19 @@ class Chunker:
     def __repr__(self) -> str:
         return f"Chunker(max_tokens={self._max_tokens}, overlap_tokens={self._overlap_tokens})"
 
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` in the chunker's tokenizer, special tokens not counted (the count
+        ``Chunk.num_tokens`` reports).
+
+        Raises
+        ------
+        TypeError
+            ``text`` is not a ``str``.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        return count_tokens(self._tokenizer, text)
+
     def chunk(self, text: str, parent_id: str) -> list[Chunk]:
         """The chunks of one text.
 

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     Raises
     ------
     ValueError
-        The ``serve`` extra (fastapi, uvicorn) is not installed.
+        The ``serve`` extra (fastapi, uvicorn) is not installed, or ``--batch-max`` is below 1.
     """
     try:
         import uvicorn
@@ -77,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     from hybrid_engine.server.batching import BatchPolicy
 
+    if args.batch_max < 1:
+        raise ValueError(
+            f"--batch-max must be >= 1, got {args.batch_max}; give 1 to serve without batching"
+        )
     batching = None
     if args.batch_max > 1:
         batching = BatchPolicy(max_batch=args.batch_max)

@@ -1,0 +1,152 @@
+"""What a parent-document search returns: chunk hits, parent hits with their matching spans,
+context spans under a token budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hybrid_engine.live.snapshot import Hit
+from hybrid_engine.parents.fields import END, PARENT, POSITION, START, user_metadata
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    """One retrieved chunk.
+
+    Attributes
+    ----------
+    id : str
+        The chunk's id in the inner engine, ``f"{parent_id}#{position}"``.
+    parent_id : str
+        Its parent's id.
+    position : int
+        Its 0-based position in the parent.
+    start, end : int
+        Character offsets into the parent's text: ``parent_text[start:end] == text``.
+    score : float
+        The inner engine's score of the chunk (fused, reranked or MMR's).
+    title : str
+        The parent's title.
+    text : str
+        The chunk's text.
+    metadata : dict
+        The parent's metadata (reserved fields left out).
+    """
+
+    id: str
+    parent_id: str
+    position: int
+    start: int
+    end: int
+    score: float
+    title: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_hit(cls, hit: Hit) -> ChunkHit:
+        """The chunk hit of an inner engine's hit."""
+        meta = hit.metadata
+        return cls(
+            hit.id,
+            meta[PARENT],
+            meta[POSITION],
+            meta[START],
+            meta[END],
+            hit.score,
+            hit.title,
+            hit.text,
+            user_metadata(meta),
+        )
+
+
+@dataclass(frozen=True)
+class ParentHit:
+    """One retrieved parent document.
+
+    Attributes
+    ----------
+    id : str
+        The parent's id.
+    score : float
+        Its chunks' scores aggregated (``max``, ``sum`` or ``first``).
+    title, text : str
+        The parent's title and full text.
+    metadata : dict
+        The parent's metadata.
+    spans : list of (int, int)
+        The retrieved chunks' character spans in ``text``, overlapping and touching ones
+        merged, in text order.
+    chunk_ids : list of str
+        The parent's retrieved chunks, best first.
+    """
+
+    id: str
+    score: float
+    title: str
+    text: str
+    metadata: dict[str, Any]
+    spans: list[tuple[int, int]]
+    chunk_ids: list[str]
+
+
+@dataclass(frozen=True)
+class ContextSpan:
+    """A stretch of a parent's text for a reader's context window: one retrieved chunk, or
+    several overlapping ones merged.
+
+    Attributes
+    ----------
+    parent_id : str
+        The parent's id.
+    start, end : int
+        Character offsets into the parent's text: ``parent_text[start:end] == text``.
+    text : str
+        The span's text.
+    score : float
+        The best score of its chunks.
+    num_tokens : int
+        Tokens of ``text`` in the chunker's tokenizer, special tokens not counted.
+    """
+
+    parent_id: str
+    start: int
+    end: int
+    text: str
+    score: float
+    num_tokens: int
+
+
+@dataclass(frozen=True)
+class ParentSearchResult:
+    """The result of ``ParentDocumentIndex.search``, one row per query.
+
+    Attributes
+    ----------
+    unit : str
+        ``"documents"`` or ``"chunks"``: which of ``documents`` and ``chunks`` is set.
+    documents : list of list of ParentHit, or None
+        With ``unit="documents"``: each query's parents, best first, at most ``k``.
+    chunks : list of list of ChunkHit, or None
+        With ``unit="chunks"``: each query's chunks, best first, at most ``k``.
+    context : list of list of ContextSpan, or None
+        With ``context_tokens``: each query's spans within the budget, best first.
+    timings : dict of str to float
+        The inner search's milliseconds per stage, plus ``"parents"`` (reading the retrieved
+        chunks, aggregating, packing context) and ``"total"``.
+    """
+
+    unit: str
+    documents: list[list[ParentHit]] | None
+    chunks: list[list[ChunkHit]] | None
+    context: list[list[ContextSpan]] | None
+    timings: dict[str, float]
+
+    @property
+    def ids(self) -> list[list[str]]:
+        """Each query's hit ids, best first: parent ids, or chunk ids for ``unit="chunks"``."""
+        rows: list[list[ParentHit]] | list[list[ChunkHit]] = (
+            self.documents if self.documents is not None else self.chunks or []
+        )
+        return [[hit.id for hit in row] for row in rows]
