@@ -5,6 +5,8 @@ figures; ``--max-queries`` scores a seeded sample."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -108,3 +110,12 @@ def test_eval_max_queries(shared_data: Path, tmp_path: Path, capsys) -> None:
     assert main([*args, "--json", str(figures)]) == 0
     assert "test: 5 queries" in capsys.readouterr().out
     assert "bm25" in json.loads(figures.read_text())
+
+
+def test_other_configurations_never_import_llama_cpp() -> None:
+    code = (
+        "import sys; from hybrid_engine.evaluation.runner import RETRIEVERS; "
+        "import hybrid_engine.cli.eval; print('llama_cpp' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -212,8 +211,9 @@ def load_generator(options: BuildOptions) -> Generate:
     options.generator_name)`` (imported here, so that only the strategies need llama-cpp)."""
     if options.generator is not None:
         return options.generator
-    generation = importlib.import_module("hybrid_engine.generation")
-    generate: Generate = generation.load_generator(options.generator_name)
+    from hybrid_engine.generation import load_generator as load_local
+
+    generate: Generate = load_local(options.generator_name)
     return generate
 
 
