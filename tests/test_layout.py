@@ -36,6 +36,7 @@ FLOORS = {
     "live": 4,  # segments of every leg, snapshots, commits
     "pipeline": 5,
     "parents": 6,  # parent documents indexed as chunks in the engine (composes HybridIndex)
+    "strategies": 6,  # query strategies through a generator (HyDE, decompose, ...) over the engine
     "evaluation": 6,
     "training": 7,
     "server": 8,  # the HTTP server over the public API; only the cli's serve imports it
