@@ -1,0 +1,294 @@
+"""``pick``: measure candidate stacks on a collection's judged queries and recommend the best
+one within a latency budget, or, without judged queries, recommend one by rule."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from hybrid_engine.evaluation.corpus_stats import corpus_statistics
+from hybrid_engine.evaluation.datasets import Dataset, available_splits, load_beir, load_corpus
+from hybrid_engine.evaluation.pick_report import (
+    QUALITY,
+    RECALL,
+    PickReport,
+    StackFigures,
+    choose,
+)
+from hybrid_engine.evaluation.pick_rules import rule_report
+from hybrid_engine.evaluation.runner import (
+    BuildOptions,
+    Searcher,
+    build_hybrid,
+    documents_with_text,
+    evaluate_searcher,
+    hybrid_searcher,
+    load_reranker,
+)
+from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.pipeline.fusion import METHODS
+from hybrid_engine.pipeline.rerank import RERANK_DEPTH
+from hybrid_engine.pipeline.stack import Stack
+from hybrid_engine.progress import progress_bar
+
+CANDIDATES = ("bm25", "dense", "splade", "hybrid", "hybrid3", "rerank")
+"""The candidate kinds of ``pick``, named as ``hybrid-engine eval``'s retrievers; ``rerank``
+is tried only with a reranker."""
+FUSIONS = ("dbsf", "rrf", "zscore", "minmax")
+"""The fusion methods tried for ``hybrid``: the normalising ones and RRF. CombSUM and CombMNZ
+add min-max values at the given weights and trail them on every local collection
+(docs/fusion.md). ``hybrid3`` and ``rerank`` use the best of them for ``hybrid``."""
+_LEGS = {"bm25": ("bm25",), "dense": ("dense",), "splade": ("splade",)}
+
+
+def pick(
+    dataset: str | os.PathLike[str],
+    *,
+    budget_ms: float = 100.0,
+    split: str = "train",
+    candidates: Sequence[str] | None = None,
+    reranker: str | os.PathLike[str] | None = None,
+    rerank_variant: str = "int8",
+    rules: bool = False,
+    fusions: Sequence[str] = FUSIONS,
+    num_threads: int | None = None,
+    show_progress: bool = False,
+) -> PickReport:
+    """Recommend a stack for a BEIR-layout collection under a p95 latency budget.
+
+    With judged queries (``qrels/<split>.tsv``) each candidate is built (each leg once,
+    shared by every stack that uses it), scored on them (nDCG@10 and Recall@100) and timed
+    one query per call from its text on this machine (p50/p95); the recommendation is
+    ``pick_report.choose``'s: the best nDCG@10 whose p95 is within ``budget_ms``, else the
+    fastest. Without them (no such qrels file, or ``rules``) the stack follows from corpus
+    statistics by rule (``pick_rules.rule_report``), and the report says so
+    (``basis="rule"``).
+
+    Parameters
+    ----------
+    dataset : str or path-like
+        A BEIR-layout folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``), or
+        for the rules only, a corpus file or a folder without qrels.
+    budget_ms : float
+        p95 milliseconds per query allowed, > 0.
+    split : str
+        The judged queries to measure on: the user's own (``"train"``, ``"dev"``), never
+        ``"test"``.
+    candidates : sequence of str, optional
+        Kinds from ``CANDIDATES`` to try; None: all (``rerank`` only with ``reranker``).
+    reranker : str or path-like, optional
+        The cross-encoder of the ``rerank`` candidate (a prepared folder or a name), as
+        ``hybrid-engine eval --reranker``; with ``rerank_variant`` as ``--rerank-variant``.
+    rules : bool
+        Recommend by rule even if judged queries exist.
+    fusions : sequence of str
+        Fusion methods tried for ``hybrid``.
+    num_threads : int, optional
+        Threads of every stage and model (all cores when None).
+    show_progress : bool
+        Progress bars while indexing and measuring.
+
+    Returns
+    -------
+    PickReport
+
+    Raises
+    ------
+    ValueError
+        ``split="test"`` (the message says which split to use), a budget <= 0, an unknown
+        candidate or fusion method, ``rerank`` asked for without a reranker.
+    DatasetError
+        A missing or malformed dataset file.
+    """
+    if split == "test":
+        raise ValueError(
+            "pick never measures on the test split: the stack it picks would be fitted to the "
+            "queries that should judge it. Judge queries of your own in qrels/train.tsv (or "
+            "dev.tsv) and give --split train, then report test with `hybrid-engine eval "
+            "--split test`"
+        )
+    if not budget_ms > 0:
+        raise ValueError(f"budget_ms must be > 0, got {budget_ms!r}")
+    kinds = _candidate_kinds(candidates, reranker is not None)
+    unknown_fusions = [f for f in fusions if f not in METHODS]
+    if unknown_fusions or not fusions:
+        raise ValueError(f"unknown fusion method(s) {unknown_fusions or fusions}")
+    path = Path(dataset)
+    if rules or not path.is_dir() or split not in available_splits(path):
+        name = path.name if path.is_dir() else path.name.split(".")[0]
+        stats = corpus_statistics(load_corpus(path))
+        return rule_report(name, stats, budget_ms=budget_ms, reranker=reranker is not None)
+    options = BuildOptions(
+        num_threads=num_threads,
+        show_progress=show_progress,
+        reranker=reranker,
+        rerank_variant=rerank_variant,
+    )
+    if "rerank" in kinds:
+        load_reranker(options)  # a missing or wrong model fails before any indexing
+    data = load_beir(path, split)
+    figures = _measure(data, kinds, fusions, options)
+    best, within = choose(figures, budget_ms)
+    if within:
+        reason = (
+            f"the best {QUALITY} ({best.ndcg_at_10:.4f}) with p95 {best.p95_ms:.1f} ms "
+            f"within {budget_ms:g} ms"
+        )
+    else:
+        reason = (
+            f"NO candidate is within {budget_ms:g} ms p95: the fastest, {best.p95_ms:.1f} ms "
+            f"({QUALITY} {best.ndcg_at_10:.4f})"
+        )
+    return PickReport(
+        dataset=data.name,
+        basis="measured",
+        name=best.name,
+        stack=best.stack,
+        budget_ms=budget_ms,
+        reason=reason,
+        split=split,
+        within_budget=within,
+        candidates=tuple(figures),
+        eval_command=eval_command(path, split, best, num_threads),
+    )
+
+
+def eval_command(dataset: Path, split: str, figures: StackFigures, num_threads: int | None) -> str:
+    """The ``hybrid-engine eval`` command line that scores ``figures``' configuration on
+    ``split`` (its nDCG@10 and Recall@100 are pick's; its latency is timed anew)."""
+    words = ["hybrid-engine", "eval", os.fspath(dataset), "--split", split, *figures.eval_args]
+    if num_threads is not None:
+        words += ["--threads", str(num_threads)]
+    return shlex.join(words)
+
+
+def _candidate_kinds(candidates: Sequence[str] | None, reranker: bool) -> list[str]:
+    if candidates is None:
+        return [kind for kind in CANDIDATES if kind != "rerank" or reranker]
+    unknown = [kind for kind in candidates if kind not in CANDIDATES]
+    if unknown or not candidates:
+        raise ValueError(
+            f"unknown candidate(s) {unknown or list(candidates)}; choose from {list(CANDIDATES)}"
+        )
+    return [kind for kind in CANDIDATES if kind in candidates]
+
+
+def _measure(
+    dataset: Dataset, kinds: list[str], fusions: Sequence[str], options: BuildOptions
+) -> list[StackFigures]:
+    """Build the legs ``kinds`` need once, as ``hybrid-engine eval`` builds them, and score
+    and time each candidate over them."""
+    threads = options.num_threads
+    legs = {"bm25", "dense"} if {"hybrid", "hybrid3", "rerank"} & set(kinds) else set()
+    legs |= {kind for kind in kinds if kind in _LEGS}
+    if "hybrid3" in kinds:
+        legs.add("splade")
+    order = tuple(leg for leg in ("bm25", "dense", "splade") if leg in legs)
+    engine = build_hybrid(dataset, threads, options.show_progress, order)
+    pair = engine if engine.splade is None else _bm25_dense(dataset, engine)
+    plans: list[tuple[str, Stack, tuple[str, ...], Searcher, Sequence[str]]] = []
+    for kind in (k for k in kinds if k in _LEGS):
+        search, doc_ids = _single_leg(dataset, engine, kind, threads)
+        plans.append((kind, Stack(retrievers=_LEGS[kind]), ("--retriever", kind), search, doc_ids))
+    figures: list[StackFigures] = []
+    hybrids = list(fusions) if {"hybrid", "hybrid3", "rerank"} & set(kinds) else []
+    with progress_bar(
+        total=len(plans) + len(hybrids) + ("hybrid3" in kinds) + ("rerank" in kinds),
+        desc="measuring stacks",
+        unit="stack",
+        show=options.show_progress,
+    ) as bar:
+        for name, stack, args, search, doc_ids in plans:
+            figures.append(_figures(dataset, name, stack, args, search, doc_ids))
+            bar.update(1)
+        hybrid_figures = []
+        for fusion in hybrids:
+            search = hybrid_searcher(pair, fusion, rerank=False, num_threads=threads)
+            stack = Stack(("bm25", "dense"), fusion)
+            args = ("--retriever", "hybrid", "--fusion", fusion)
+            hybrid_figures.append(
+                _figures(dataset, f"hybrid-{fusion}", stack, args, search, engine.doc_ids)
+            )
+            bar.update(1)
+        if "hybrid" in kinds:
+            figures += hybrid_figures
+        fusion = max(hybrid_figures, key=lambda f: f.ndcg_at_10).stack.fusion if hybrids else ""
+        if "hybrid3" in kinds:
+            search = hybrid_searcher(engine, fusion, rerank=False, num_threads=threads)
+            stack = Stack(("bm25", "dense", "splade"), fusion)
+            args = ("--retriever", "hybrid3", "--fusion", fusion)
+            figures.append(
+                _figures(dataset, f"hybrid3-{fusion}", stack, args, search, engine.doc_ids)
+            )
+            bar.update(1)
+        if "rerank" in kinds:
+            reranking = pair.with_reranker(load_reranker(options))
+            search = hybrid_searcher(reranking, fusion, rerank=True, num_threads=threads)
+            stack = Stack(("bm25", "dense"), fusion, rerank=RERANK_DEPTH)
+            args = (
+                "--retriever", "rerank", "--fusion", fusion,
+                "--reranker", os.fspath(options.reranker or ""),
+                "--rerank-variant", options.rerank_variant or "int8",
+            )  # fmt: skip
+            figures.append(
+                _figures(dataset, f"rerank-{fusion}", stack, args, search, engine.doc_ids)
+            )
+            bar.update(1)
+    return figures
+
+
+def _bm25_dense(dataset: Dataset, engine: HybridIndex) -> HybridIndex:
+    """An engine of ``engine``'s BM25 and dense legs (shared, not rebuilt) over the same
+    documents. Its legs number documents by position, so the documents are given without
+    ids: its results are positions into ``engine.doc_ids``."""
+    corpus = [
+        {"title": doc.get("title", ""), "text": doc.get("text", "")}
+        for doc in documents_with_text(dataset)
+    ]
+    return HybridIndex.from_legs(corpus, bm25=engine.bm25, dense=engine.dense)
+
+
+def _single_leg(
+    dataset: Dataset, engine: HybridIndex, kind: str, threads: int | None
+) -> tuple[Searcher, Sequence[str]]:
+    """The leg ``kind`` of ``engine`` searched alone, as ``hybrid-engine eval --retriever
+    kind`` searches it. BM25 there indexes every document, the blank ones too, so when the
+    corpus has blank documents its BM25 is built apart (on the same documents as eval's)."""
+    if kind == "bm25":
+        leg = engine.bm25
+        if leg is None or len(dataset.corpus) != len(engine):
+            apart = BM25Index.build(dataset.corpus, num_threads=threads)
+            return (lambda q, k: apart.search(q, k, num_threads=threads)), apart.doc_ids
+        return (lambda q, k: leg.search(q, k, num_threads=threads)), engine.doc_ids
+    if kind == "dense":
+        dense = engine.dense
+        assert dense is not None  # built: the kind asked for its leg
+        return (lambda q, k: dense.search(q, k)), engine.doc_ids
+    splade = engine.splade
+    assert splade is not None
+    return (lambda q, k: splade.search(q, k, num_threads=threads)), engine.doc_ids
+
+
+def _figures(
+    dataset: Dataset,
+    name: str,
+    stack: Stack,
+    eval_args: tuple[str, ...],
+    search: Searcher,
+    doc_ids: Sequence[str],
+) -> StackFigures:
+    """``search`` scored and timed as ``hybrid-engine eval`` scores and times it."""
+    report = evaluate_searcher(dataset, search, doc_ids)
+    p50, p95 = report.latency_ms["total"]
+    return StackFigures(
+        name=name,
+        stack=stack,
+        ndcg_at_10=report.metrics[QUALITY],
+        recall_at_100=report.metrics[RECALL],
+        p50_ms=p50,
+        p95_ms=p95,
+        eval_args=eval_args,
+    )
