@@ -103,6 +103,8 @@ class PickReport:
         One line: why this stack.
     split : str, optional
         The qrels split measured (None for a rule).
+    n_queries : int, optional
+        Its judged queries (None for a rule).
     within_budget : bool, optional
         Whether the measured p95 is within the budget (None for a rule: nothing was timed).
     candidates : tuple of StackFigures
@@ -123,6 +125,7 @@ class PickReport:
     budget_ms: float
     reason: str
     split: str | None = None
+    n_queries: int | None = None
     within_budget: bool | None = None
     candidates: tuple[StackFigures, ...] = ()
     eval_command: str | None = None
@@ -141,7 +144,10 @@ class PickReport:
                 f"RULE, not a measurement (no judged queries): {self.stack.describe()}. "
                 f"{self.reason}"
             )
-        return f"measured on {self.split}: {self.name} ({self.stack.describe()}). {self.reason}"
+        return (
+            f"MEASURED on {self.n_queries} judged {self.split} queries: {self.name} "
+            f"({self.stack.describe()}). {self.reason}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``hybrid-engine pick --json``."""
@@ -149,6 +155,7 @@ class PickReport:
             "dataset": self.dataset,
             "basis": self.basis,
             "split": self.split,
+            "n_queries": self.n_queries,
             "budget_ms": self.budget_ms,
             "recommended": self.name,
             "stack": self.stack.to_dict(),

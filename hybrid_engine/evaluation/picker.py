@@ -150,6 +150,7 @@ def pick(
         budget_ms=budget_ms,
         reason=reason,
         split=split,
+        n_queries=len(data.queries),
         within_budget=within,
         candidates=tuple(figures),
         eval_command=eval_command(path, split, best, num_threads),
