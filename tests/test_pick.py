@@ -184,6 +184,9 @@ def test_rules_on_a_corpus_without_qrels(tmp_path: Path, capsys) -> None:
     assert report.stack == Stack(("bm25", "dense"), weights={"bm25": 2.0})
     assert any("dense alone refused" in note for note in report.notes)
     assert report.headline().startswith("RULE, not a measurement")
+    assert report.notes[0] == "no judged train queries (qrels/train.tsv); qrels splits: none"
+    from_file = pick(folder / "corpus.jsonl", budget_ms=50)
+    assert from_file.dataset == "catalogue" and from_file.stack == report.stack
     assert main(["pick", str(folder), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "basis: rule" in out and "RULE, not a measurement" in out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from hybrid_engine.evaluation.corpus_stats import corpus_statistics
@@ -117,10 +118,16 @@ def pick(
     if unknown_fusions or not fusions:
         raise ValueError(f"unknown fusion method(s) {unknown_fusions or fusions}")
     path = Path(dataset)
-    if rules or not path.is_dir() or split not in available_splits(path):
-        name = path.name if path.is_dir() else path.name.split(".")[0]
+    splits = available_splits(path) if path.is_dir() else []
+    if rules or split not in splits:
         stats = corpus_statistics(load_corpus(path))
-        return rule_report(name, stats, budget_ms=budget_ms, reranker=reranker is not None)
+        report = rule_report(
+            _collection_name(path), stats, budget_ms=budget_ms, reranker=reranker is not None
+        )
+        if rules:
+            return report
+        missing = f"no judged {split} queries (qrels/{split}.tsv); qrels splits: {splits or 'none'}"
+        return replace(report, notes=(missing, *report.notes))
     options = BuildOptions(
         num_threads=num_threads,
         show_progress=show_progress,
@@ -164,6 +171,15 @@ def eval_command(dataset: Path, split: str, figures: StackFigures, num_threads: 
     if num_threads is not None:
         words += ["--threads", str(num_threads)]
     return shlex.join(words)
+
+
+def _collection_name(path: Path) -> str:
+    """``scifact`` of ``.../scifact`` and of ``.../scifact/corpus.jsonl.gz``; a corpus file of
+    another name gives its name without suffixes."""
+    if path.is_dir():
+        return path.name
+    stem = path.name.split(".")[0]
+    return path.parent.name if stem == "corpus" else stem
 
 
 def _candidate_kinds(candidates: Sequence[str] | None, reranker: bool) -> list[str]:
