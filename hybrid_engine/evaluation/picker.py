@@ -38,10 +38,11 @@ from hybrid_engine.progress import progress_bar
 CANDIDATES = ("bm25", "dense", "splade", "hybrid", "hybrid3", "rerank")
 """The candidate kinds of ``pick``, named as ``hybrid-engine eval``'s retrievers; ``rerank``
 is tried only with a reranker."""
-FUSIONS = ("dbsf", "rrf", "zscore", "minmax")
-"""The fusion methods tried for ``hybrid``: the normalising ones and RRF. CombSUM and CombMNZ
-add min-max values at the given weights and trail them on every local collection
-(docs/fusion.md). ``hybrid3`` and ``rerank`` use the best of them for ``hybrid``."""
+FUSIONS = ("dbsf", "zscore", "minmax", "combmnz", "rrf")
+"""The fusion methods tried for ``hybrid``: every one of ``fusion.METHODS`` but CombSUM, which
+ranks exactly as min-max (the same min-max values; its weights are not scaled to sum to 1,
+which scales every score by one factor). ``hybrid3`` and ``rerank`` use the best of them for
+``hybrid``."""
 _LEGS = {"bm25": ("bm25",), "dense": ("dense",), "splade": ("splade",)}
 
 
