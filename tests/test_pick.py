@@ -303,3 +303,27 @@ def test_the_plot_draws_a_budget_and_a_chosen_point(tmp_path: Path) -> None:
     assert out.read_bytes().startswith(PNG_SIGNATURE)
     with pytest.raises(KeyError, match="splade"):
         plot_quality_latency(rows, out, chosen="splade")
+
+
+@pytest.mark.slow
+def test_the_rerank_candidate_and_its_eval_command(
+    shared_data: Path, tmp_path: Path, cross_encoder_path: Path
+) -> None:
+    dataset = scifact_subset(shared_data / "beir" / "scifact", tmp_path / "sub", 8, 40)
+    report = pick(
+        dataset,
+        budget_ms=10_000,
+        candidates=["rerank"],
+        reranker=cross_encoder_path,
+        rerank_max_length=48,
+        fusions=["dbsf", "rrf"],
+    )
+    (rerank,) = report.candidates  # hybrid is measured for its best method, not reported
+    assert rerank.name == f"rerank-{rerank.stack.fusion}" and rerank.stack.rerank == 30
+    assert report.name == rerank.name and report.eval_command is not None
+    assert "--rerank-max-length 48" in report.eval_command
+    out = tmp_path / "eval.json"
+    command = shlex.split(report.eval_command)
+    assert main([*command[1:], "--quiet", "--json", str(out)]) == 0
+    row = json.loads(out.read_text())["rerank"]
+    assert (row["ndcg@10"], row["recall@100"]) == (rerank.ndcg_at_10, rerank.recall_at_100)

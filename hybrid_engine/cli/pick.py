@@ -50,6 +50,12 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--rerank-variant", choices=("int8", "fp32"), default="int8")
     p.add_argument(
+        "--rerank-max-length",
+        type=int,
+        default=None,
+        help="tokens per (query, passage) pair (default: the validated or the model's)",
+    )
+    p.add_argument(
         "--rules",
         action="store_true",
         help="recommend by rule from corpus statistics even where judged queries exist",
@@ -73,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         candidates=candidates,
         reranker=args.reranker,
         rerank_variant=args.rerank_variant,
+        rerank_max_length=args.rerank_max_length,
         rules=args.rules,
         num_threads=args.threads,
         show_progress=not args.quiet,

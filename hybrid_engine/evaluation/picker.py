@@ -54,6 +54,7 @@ def pick(
     candidates: Sequence[str] | None = None,
     reranker: str | os.PathLike[str] | None = None,
     rerank_variant: str = "int8",
+    rerank_max_length: int | None = None,
     rules: bool = False,
     fusions: Sequence[str] = FUSIONS,
     num_threads: int | None = None,
@@ -83,7 +84,9 @@ def pick(
         Kinds from ``CANDIDATES`` to try; None: all (``rerank`` only with ``reranker``).
     reranker : str or path-like, optional
         The cross-encoder of the ``rerank`` candidate (a prepared folder or a name), as
-        ``hybrid-engine eval --reranker``; with ``rerank_variant`` as ``--rerank-variant``.
+        ``hybrid-engine eval --reranker``; with ``rerank_variant`` and ``rerank_max_length``
+        (tokens per pair; None: the validated or the model's) as ``--rerank-variant`` and
+        ``--rerank-max-length``.
     rules : bool
         Recommend by rule even if judged queries exist.
     fusions : sequence of str
@@ -134,6 +137,7 @@ def pick(
         show_progress=show_progress,
         reranker=reranker,
         rerank_variant=rerank_variant,
+        rerank_max_length=rerank_max_length,
     )
     if "rerank" in kinds:
         load_reranker(options)  # a missing or wrong model fails before any indexing
@@ -251,6 +255,8 @@ def _measure(
                 "--reranker", os.fspath(options.reranker or ""),
                 "--rerank-variant", options.rerank_variant or "int8",
             )  # fmt: skip
+            if options.rerank_max_length is not None:
+                args += ("--rerank-max-length", str(options.rerank_max_length))
             figures.append(
                 _figures(dataset, f"rerank-{fusion}", stack, args, search, engine.doc_ids)
             )
