@@ -8,6 +8,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from hybrid_engine.evaluation.corpus_stats import corpus_statistics
 from hybrid_engine.evaluation.datasets import Dataset, available_splits, load_beir, load_corpus
@@ -198,70 +199,111 @@ def _candidate_kinds(candidates: Sequence[str] | None, reranker: bool) -> list[s
     return [kind for kind in CANDIDATES if kind in candidates]
 
 
+class _Plan(NamedTuple):
+    """A candidate ready to measure: its name, stack, eval options, search and doc ids."""
+
+    name: str
+    stack: Stack
+    eval_args: tuple[str, ...]
+    search: Searcher
+    doc_ids: Sequence[str]
+
+
 def _measure(
     dataset: Dataset, kinds: list[str], fusions: Sequence[str], options: BuildOptions
 ) -> list[StackFigures]:
     """Build the legs ``kinds`` need once, as ``hybrid-engine eval`` builds them, and score
-    and time each candidate over them."""
+    and time each candidate over them: the single legs, ``hybrid`` with each of ``fusions``,
+    then ``hybrid3`` and ``rerank`` with the best of those methods."""
     threads = options.num_threads
-    legs = {"bm25", "dense"} if {"hybrid", "hybrid3", "rerank"} & set(kinds) else set()
-    legs |= {kind for kind in kinds if kind in _LEGS}
+    fused = bool({"hybrid", "hybrid3", "rerank"} & set(kinds))
+    legs = {kind for kind in kinds if kind in _LEGS}
+    if fused:
+        legs |= {"bm25", "dense"}
     if "hybrid3" in kinds:
         legs.add("splade")
-    order = tuple(leg for leg in ("bm25", "dense", "splade") if leg in legs)
-    engine = build_hybrid(dataset, threads, options.show_progress, order)
+    engine = build_hybrid(
+        dataset, threads, options.show_progress, [leg for leg in _LEGS if leg in legs]
+    )
     pair = engine if engine.splade is None else _bm25_dense(dataset, engine)
-    plans: list[tuple[str, Stack, tuple[str, ...], Searcher, Sequence[str]]] = []
-    for kind in (k for k in kinds if k in _LEGS):
-        search, doc_ids = _single_leg(dataset, engine, kind, threads)
-        plans.append((kind, Stack(retrievers=_LEGS[kind]), ("--retriever", kind), search, doc_ids))
-    figures: list[StackFigures] = []
-    hybrids = list(fusions) if {"hybrid", "hybrid3", "rerank"} & set(kinds) else []
+    singles = [
+        _Plan(
+            kind,
+            Stack(_LEGS[kind]),
+            ("--retriever", kind),
+            *_single_leg(dataset, engine, kind, threads),
+        )
+        for kind in kinds
+        if kind in _LEGS
+    ]
+    hybrids = [
+        _Plan(
+            f"hybrid-{fusion}",
+            Stack(("bm25", "dense"), fusion),
+            ("--retriever", "hybrid", "--fusion", fusion),
+            hybrid_searcher(pair, fusion, rerank=False, num_threads=threads),
+            engine.doc_ids,
+        )
+        for fusion in (fusions if fused else ())
+    ]
+    total = len(singles) + len(hybrids) + ("hybrid3" in kinds) + ("rerank" in kinds)
     with progress_bar(
-        total=len(plans) + len(hybrids) + ("hybrid3" in kinds) + ("rerank" in kinds),
-        desc="measuring stacks",
-        unit="stack",
-        show=options.show_progress,
+        total=total, desc="measuring stacks", unit="stack", show=options.show_progress
     ) as bar:
-        for name, stack, args, search, doc_ids in plans:
-            figures.append(_figures(dataset, name, stack, args, search, doc_ids))
-            bar.update(1)
-        hybrid_figures = []
-        for fusion in hybrids:
-            search = hybrid_searcher(pair, fusion, rerank=False, num_threads=threads)
-            stack = Stack(("bm25", "dense"), fusion)
-            args = ("--retriever", "hybrid", "--fusion", fusion)
-            hybrid_figures.append(
-                _figures(dataset, f"hybrid-{fusion}", stack, args, search, engine.doc_ids)
-            )
-            bar.update(1)
+
+        def measure(plans: list[_Plan]) -> list[StackFigures]:
+            measured = []
+            for plan in plans:
+                measured.append(_figures(dataset, plan))
+                bar.update(1)
+            return measured
+
+        figures = measure(singles)
+        hybrid_figures = measure(hybrids)
         if "hybrid" in kinds:
             figures += hybrid_figures
-        fusion = max(hybrid_figures, key=lambda f: f.ndcg_at_10).stack.fusion if hybrids else ""
-        if "hybrid3" in kinds:
-            search = hybrid_searcher(engine, fusion, rerank=False, num_threads=threads)
-            stack = Stack(("bm25", "dense", "splade"), fusion)
-            args = ("--retriever", "hybrid3", "--fusion", fusion)
-            figures.append(
-                _figures(dataset, f"hybrid3-{fusion}", stack, args, search, engine.doc_ids)
-            )
-            bar.update(1)
-        if "rerank" in kinds:
-            reranking = pair.with_reranker(load_reranker(options))
-            search = hybrid_searcher(reranking, fusion, rerank=True, num_threads=threads)
-            stack = Stack(("bm25", "dense"), fusion, rerank=RERANK_DEPTH)
-            args = (
-                "--retriever", "rerank", "--fusion", fusion,
-                "--reranker", os.fspath(options.reranker or ""),
-                "--rerank-variant", options.rerank_variant or "int8",
-            )  # fmt: skip
-            if options.rerank_max_length is not None:
-                args += ("--rerank-max-length", str(options.rerank_max_length))
-            figures.append(
-                _figures(dataset, f"rerank-{fusion}", stack, args, search, engine.doc_ids)
-            )
-            bar.update(1)
+        if hybrid_figures:
+            best = max(hybrid_figures, key=lambda f: f.ndcg_at_10).stack.fusion
+            figures += measure(_best_fusion_plans(engine, pair, best, kinds, options))
     return figures
+
+
+def _best_fusion_plans(
+    engine: HybridIndex, pair: HybridIndex, fusion: str, kinds: list[str], options: BuildOptions
+) -> list[_Plan]:
+    """``hybrid3`` over ``engine`` and ``rerank`` over ``pair`` (BM25 + dense) with
+    ``fusion``, those of them ``kinds`` names."""
+    threads = options.num_threads
+    plans = []
+    if "hybrid3" in kinds:
+        plans.append(
+            _Plan(
+                f"hybrid3-{fusion}",
+                Stack(("bm25", "dense", "splade"), fusion),
+                ("--retriever", "hybrid3", "--fusion", fusion),
+                hybrid_searcher(engine, fusion, rerank=False, num_threads=threads),
+                engine.doc_ids,
+            )
+        )
+    if "rerank" in kinds:
+        args: tuple[str, ...] = (
+            "--retriever", "rerank", "--fusion", fusion,
+            "--reranker", os.fspath(options.reranker or ""),
+            "--rerank-variant", options.rerank_variant or "int8",
+        )  # fmt: skip
+        if options.rerank_max_length is not None:
+            args += ("--rerank-max-length", str(options.rerank_max_length))
+        reranking = pair.with_reranker(load_reranker(options))
+        plans.append(
+            _Plan(
+                f"rerank-{fusion}",
+                Stack(("bm25", "dense"), fusion, rerank=RERANK_DEPTH),
+                args,
+                hybrid_searcher(reranking, fusion, rerank=True, num_threads=threads),
+                engine.doc_ids,
+            )
+        )
+    return plans
 
 
 def _bm25_dense(dataset: Dataset, engine: HybridIndex) -> HybridIndex:
@@ -296,23 +338,16 @@ def _single_leg(
     return (lambda q, k: splade.search(q, k, num_threads=threads)), engine.doc_ids
 
 
-def _figures(
-    dataset: Dataset,
-    name: str,
-    stack: Stack,
-    eval_args: tuple[str, ...],
-    search: Searcher,
-    doc_ids: Sequence[str],
-) -> StackFigures:
-    """``search`` scored and timed as ``hybrid-engine eval`` scores and times it."""
-    report = evaluate_searcher(dataset, search, doc_ids)
+def _figures(dataset: Dataset, plan: _Plan) -> StackFigures:
+    """``plan``'s search scored and timed as ``hybrid-engine eval`` scores and times it."""
+    report = evaluate_searcher(dataset, plan.search, plan.doc_ids)
     p50, p95 = report.latency_ms["total"]
     return StackFigures(
-        name=name,
-        stack=stack,
+        name=plan.name,
+        stack=plan.stack,
         ndcg_at_10=report.metrics[QUALITY],
         recall_at_100=report.metrics[RECALL],
         p50_ms=p50,
         p95_ms=p95,
-        eval_args=eval_args,
+        eval_args=plan.eval_args,
     )
