@@ -79,6 +79,8 @@ def test_bm25_only_stack_builds_a_bm25_engine() -> None:
     assert engine.retrievers == ("bm25",)
     with pytest.raises(ValueError, match="not both"):
         HybridIndex.build(DOCS, stack=Stack(("bm25",)), retrievers=("bm25", "splade"))
+    with pytest.raises(ValueError, match=r"the stack combines \['bm25', 'dense'\]"):
+        engine.search(QUERIES, 3, stack=Stack())
 
 
 @pytest.mark.slow
@@ -218,14 +220,16 @@ def test_the_test_split_is_refused(shared_data: Path) -> None:
 
 
 def scifact_subset(source: Path, target: Path, n_queries: int, n_other: int) -> Path:
-    """The first ``n_queries`` judged train queries of SciFact, their relevant documents and
-    the first ``n_other`` documents of the corpus, as a BEIR folder with qrels/train.tsv."""
+    """The first ``n_queries`` judged train queries of SciFact, their relevant documents, the
+    first ``n_other`` documents of the corpus and one blank document, as a BEIR folder with
+    qrels/train.tsv."""
     rows = [line.rstrip("\n").split("\t") for line in open(source / "qrels" / "train.tsv")][1:]
     query_ids = list(dict.fromkeys(row[0] for row in rows))[:n_queries]
     kept = [row for row in rows if row[0] in query_ids]
     relevant = {row[1] for row in kept}
     lines = open(source / "corpus.jsonl", encoding="utf-8").read().splitlines()
     docs = [d for i, d in enumerate(map(json.loads, lines)) if i < n_other or d["_id"] in relevant]
+    docs.insert(1, {"_id": "blank", "title": "", "text": " "})  # as Cranfield has two
     write_corpus(target, docs)
     (target / "qrels").mkdir()
     table = "".join("\t".join(row) + "\n" for row in kept)

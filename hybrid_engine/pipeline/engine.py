@@ -266,9 +266,9 @@ class HybridIndex(Lifecycle, EngineAttributes):
         k : int
             Hits per query (rows padded -1 / -inf as in every retriever).
         stack : Stack, optional
-            Sets ``fusion``, ``weights``, ``depth`` and ``rerank`` (its retrievers are the
-            build's business); giving it with any of those four away from its default is a
-            ValueError. None: those four as given.
+            Sets ``fusion``, ``weights``, ``depth`` and ``rerank``; its retrievers must be
+            this index's (``build(stack=...)``), and giving it with any of those four away
+            from its default is a ValueError. None: those four as given.
         fusion : str
             ``fusion.fuse``'s method.
         weights : dict of str to float, optional
@@ -316,9 +316,12 @@ class HybridIndex(Lifecycle, EngineAttributes):
             ``rerank`` without a reranker; ``weights`` that name a retriever the index does
             not combine (ValueError) or that are not a dict (TypeError); ``query_vectors``
             without the dense leg, of another shape or not finite (ValueError) or not a
-            float32 array (TypeError); both ``stack`` and fusion/weights/depth/rerank.
+            float32 array (TypeError); both ``stack`` and fusion/weights/depth/rerank, or a
+            stack of other retrievers.
         """
-        fusion, weights, depth, rerank = search_options(stack, fusion, weights, depth, rerank)
+        fusion, weights, depth, rerank = search_options(
+            stack, fusion, weights, depth, rerank, self.retrievers
+        )
         texts = check_queries(queries)
         plan = SearchPlan.checked(
             k,

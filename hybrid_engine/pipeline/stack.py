@@ -149,17 +149,24 @@ def search_options(
     weights: Mapping[str, float] | None,
     depth: int,
     rerank: int | None,
+    retrievers: tuple[str, ...],
 ) -> tuple[str, Mapping[str, float] | None, int, int | None]:
     """``HybridIndex.search``'s fusion, weights, depth and rerank: the stack's when one is
-    given, else the arguments.
+    given, else the arguments; ``retrievers`` are the engine's legs.
 
     Raises
     ------
     ValueError
-        A stack and any of those arguments away from its default: the call says two things.
+        A stack and any of those arguments away from its default (the call says two things),
+        or a stack of other legs than ``retrievers``.
     """
     if stack is None:
         return fusion, weights, depth, rerank
+    if stack.retrievers != retrievers:
+        raise ValueError(
+            f"the stack combines {list(stack.retrievers)}, this index {list(retrievers)}: "
+            "build the index with HybridIndex.build(corpus, stack=stack)"
+        )
     if (
         fusion != DEFAULT_METHOD
         or weights is not None
