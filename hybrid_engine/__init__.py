@@ -21,7 +21,7 @@ from hybrid_engine.parents import (
     ParentHit,
     ParentSearchResult,
 )
-from hybrid_engine.pipeline import HybridIndex, HybridResult, fuse, mmr, rerank
+from hybrid_engine.pipeline import HybridIndex, HybridResult, Stack, fuse, mmr, rerank
 from hybrid_engine.results import PAD_ID, SearchResult, SparseVectors
 from hybrid_engine.sparse import SpladeIndex
 
@@ -56,6 +56,7 @@ __all__ = [
     "SparseVectors",
     "SpladeEncoder",
     "SpladeIndex",
+    "Stack",
     "UnknownIdError",
     "WriterLockedError",
     "__version__",

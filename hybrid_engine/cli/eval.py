@@ -22,6 +22,7 @@ from hybrid_engine.evaluation.runner import (
     parse_retrievers,
 )
 from hybrid_engine.models.store import models_dir
+from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, METHODS
 
 
 def add_parser(subparsers: Any) -> None:
@@ -34,6 +35,12 @@ def add_parser(subparsers: Any) -> None:
         help=f"comma-separated, from {sorted(RETRIEVERS)}; hybrid fuses bm25 and dense, "
         "hybrid3 bm25, dense and splade, rerank reranks hybrid's top 30 with --reranker "
         "(default: bm25)",
+    )
+    p.add_argument(
+        "--fusion",
+        choices=METHODS,
+        default=DEFAULT_METHOD,
+        help=f"fusion method of hybrid, hybrid3 and rerank (default: {DEFAULT_METHOD})",
     )
     p.add_argument("--split", default="test")
     p.add_argument("--threads", type=int, default=None)
@@ -81,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         rerank_variant=args.rerank_variant,
         rerank_max_length=args.rerank_max_length,
         generator_name=args.generator,
+        fusion=args.fusion,
     )
     if "rerank" in names:
         load_reranker(options)  # a missing or wrong model fails before any indexing

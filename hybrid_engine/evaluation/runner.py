@@ -22,7 +22,7 @@ from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.models.splade import SpladeEncoder
 from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
-from hybrid_engine.pipeline.fusion import fuse
+from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
 from hybrid_engine.results import SearchResult
 from hybrid_engine.sparse.index import SpladeIndex
@@ -61,6 +61,8 @@ class BuildOptions:
         llama-cpp).
     generator_name : str
         The local model ``load_generator`` loads when ``generator`` is None.
+    fusion : str
+        The fusion method (``fusion.METHODS``) of ``hybrid``, ``hybrid3`` and ``rerank``.
     """
 
     num_threads: int | None = None
@@ -70,6 +72,7 @@ class BuildOptions:
     rerank_max_length: int | None = None
     generator: Generate | None = None
     generator_name: str = DEFAULT_GENERATOR
+    fusion: str = DEFAULT_METHOD
 
 
 Builder = Callable[[Dataset, BuildOptions], tuple[Searcher, Sequence[str]]]
@@ -149,25 +152,36 @@ def build_hybrid(
 
 def _hybrid(retrievers: Sequence[str], rerank: bool = False) -> Builder:
     def build(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:
-        """``HybridIndex`` of ``retrievers``, their top ``DEFAULT_DEPTH`` fused by default,
-        the fused top ``RERANK_DEPTH`` reranked when ``rerank``."""
+        """``HybridIndex`` of ``retrievers``, their top ``DEFAULT_DEPTH`` fused by
+        ``options.fusion``, the fused top ``RERANK_DEPTH`` reranked when ``rerank``."""
         threads = options.num_threads
         engine = build_hybrid(dataset, threads, options.show_progress, retrievers)
         if rerank:
             engine = engine.with_reranker(load_reranker(options))
-
-        def search(queries: Sequence[str], k: int) -> SearchResult:
-            return engine.search(
-                queries,
-                k,
-                depth=max(k, DEFAULT_DEPTH),
-                rerank=RERANK_DEPTH if rerank else None,
-                num_threads=threads,
-            )
-
+        search = hybrid_searcher(engine, options.fusion, rerank=rerank, num_threads=threads)
         return search, engine.doc_ids
 
     return build
+
+
+def hybrid_searcher(
+    engine: HybridIndex, fusion: str, *, rerank: bool, num_threads: int | None
+) -> Searcher:
+    """The search of the ``hybrid``, ``hybrid3`` and ``rerank`` configurations over
+    ``engine``: each leg's top ``max(k, DEFAULT_DEPTH)`` fused by ``fusion``, the fused top
+    ``RERANK_DEPTH`` reranked by the engine's cross-encoder when ``rerank``."""
+
+    def search(queries: Sequence[str], k: int) -> SearchResult:
+        return engine.search(
+            queries,
+            k,
+            fusion=fusion,
+            depth=max(k, DEFAULT_DEPTH),
+            rerank=RERANK_DEPTH if rerank else None,
+            num_threads=num_threads,
+        )
+
+    return search
 
 
 def _bm25_rm3(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:

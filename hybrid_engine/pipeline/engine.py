@@ -33,6 +33,7 @@ from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.legs import DEFAULT_RETRIEVERS, Legs, check_legs, check_retrievers
 from hybrid_engine.pipeline.lifecycle import Lifecycle
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
+from hybrid_engine.pipeline.stack import DEFAULT_DEPTH, Stack, build_retrievers, search_options
 from hybrid_engine.pipeline.stages import (
     HybridResult,
     Models,
@@ -42,9 +43,6 @@ from hybrid_engine.pipeline.stages import (
 )
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.sparse.index import SpladeIndex
-
-DEFAULT_DEPTH = 100
-"""Hits each retriever hands to fusion."""
 
 
 class RerankerRefusedWarning(UserWarning):
@@ -86,6 +84,7 @@ class HybridIndex(Lifecycle, EngineAttributes):
         cls,
         corpus: Iterable[Document],
         *,
+        stack: Stack | None = None,
         retrievers: Sequence[str] = DEFAULT_RETRIEVERS,
         encoder: TextEncoder | None = None,
         splade_encoder: SparseEncoder | None = None,
@@ -107,6 +106,9 @@ class HybridIndex(Lifecycle, EngineAttributes):
         retrievers : sequence of {"bm25", "dense", "splade"}
             Any of them; legs are kept in the order of ``legs.RETRIEVERS`` whatever the order
             here. Default ``legs.DEFAULT_RETRIEVERS``.
+        stack : Stack, optional
+            Its ``retrievers`` are the legs (its fusion, weights, depth and rerank are
+            ``search(stack=...)``'s); giving it with other ``retrievers`` is a ValueError.
         encoder : TextEncoder, optional
             For ``"dense"``; the default ``Encoder.load()`` when None.
         splade_encoder : SparseEncoder, optional
@@ -130,13 +132,13 @@ class HybridIndex(Lifecycle, EngineAttributes):
         Raises
         ------
         ValueError
-            No or unknown retrievers, options for a retriever not chosen, or what the
-            retrievers' ``build`` raises.
+            No or unknown retrievers, both ``stack`` and ``retrievers``, options for a
+            retriever not chosen, or what the retrievers' ``build`` raises.
         TypeError
             Options that are not a dict or have a key outside the valid ones (the message
             lists them), or what the retrievers' ``build`` raises.
         """
-        chosen = check_retrievers(retrievers)
+        chosen = check_retrievers(build_retrievers(stack, retrievers))
         documents = list(corpus)
         docs, _ = LiveDocuments.from_documents(documents)
         if not len(docs):
@@ -241,6 +243,7 @@ class HybridIndex(Lifecycle, EngineAttributes):
         queries: str | Sequence[str] | np.ndarray,
         k: int = 10,
         *,
+        stack: Stack | None = None,
         fusion: str = DEFAULT_METHOD,
         weights: Mapping[str, float] | None = None,
         depth: int = DEFAULT_DEPTH,
@@ -262,6 +265,10 @@ class HybridIndex(Lifecycle, EngineAttributes):
             and its row is all padding.
         k : int
             Hits per query (rows padded -1 / -inf as in every retriever).
+        stack : Stack, optional
+            Sets ``fusion``, ``weights``, ``depth`` and ``rerank``; its retrievers must be
+            this index's (``build(stack=...)``), and giving it with any of those four away
+            from its default is a ValueError. None: those four as given.
         fusion : str
             ``fusion.fuse``'s method.
         weights : dict of str to float, optional
@@ -309,8 +316,12 @@ class HybridIndex(Lifecycle, EngineAttributes):
             ``rerank`` without a reranker; ``weights`` that name a retriever the index does
             not combine (ValueError) or that are not a dict (TypeError); ``query_vectors``
             without the dense leg, of another shape or not finite (ValueError) or not a
-            float32 array (TypeError).
+            float32 array (TypeError); both ``stack`` and fusion/weights/depth/rerank, or a
+            stack of other retrievers.
         """
+        fusion, weights, depth, rerank = search_options(
+            stack, fusion, weights, depth, rerank, self.retrievers
+        )
         texts = check_queries(queries)
         plan = SearchPlan.checked(
             k,
