@@ -41,3 +41,9 @@ class StageError(HybridEngineError, RuntimeError):
 
     The message names the stage, the error and the fix.
     """
+
+
+class DegradedEngineError(HybridEngineError, RuntimeError):
+    """A change (``add``, ``commit``, ...) of an engine loaded without a leg
+    (``HybridIndex.load(allow_degraded=True)``): its new segments would lack the leg. Fix the
+    model and load the index again to write."""

@@ -11,6 +11,7 @@ from typing import Any, TypeVar, cast
 
 from hybrid_engine.corpus import Document
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.errors import DegradedEngineError
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.pipeline.engine_format import read_engine
@@ -33,7 +34,7 @@ class Lifecycle:
         """Raise unless every leg is loaded: an index loaded without a leg must not commit."""
         if self._unloaded:
             legs = ", ".join(self._unloaded)
-            raise RuntimeError(
+            raise DegradedEngineError(
                 f"this engine was loaded without its {legs} leg (allow_degraded=True), so it "
                 "cannot change the index (its new segments would lack the leg); fix the "
                 "model and load the index again to write"
@@ -174,7 +175,8 @@ class Lifecycle:
             When the prepared model of the dense or SPLADE leg is missing or damaged, load
             the other legs instead of raising, with a ``DegradedWarning``: the leg is left
             out of every search (``HybridResult.degraded``), ``degraded`` names it, and the
-            engine cannot change the index (``add``, ``commit``, ... raise RuntimeError).
+            engine cannot change the index (``add``, ``commit``, ... raise
+            ``DegradedEngineError``).
 
         Raises
         ------
