@@ -19,11 +19,11 @@ from hybrid_engine.live.snapshot import Hit, Masks, Snapshot
 from hybrid_engine.metadata import Filter
 from hybrid_engine.pipeline.budget import check_budget
 from hybrid_engine.pipeline.degradation import Health
-from hybrid_engine.pipeline.fusion import fuse
+from hybrid_engine.pipeline.fusion import check_method, check_weights, fuse
 from hybrid_engine.pipeline.guard import StageRunner
 from hybrid_engine.pipeline.legs import leg_weights
 from hybrid_engine.pipeline.mmr import mmr
-from hybrid_engine.pipeline.rerank import RerankerVerdict, rerank
+from hybrid_engine.pipeline.rerank import RerankerVerdict, check_blend, rerank
 from hybrid_engine.protocols import PairScorer, SparseEncoder, TextEncoder
 from hybrid_engine.results import PAD_ID, SearchResult
 
@@ -165,6 +165,12 @@ class SearchPlan:
                 "rerank needs a cross-encoder: pass reranker=CrossEncoder.load(...) to build or "
                 "load, or use engine.with_reranker(...)"
             )
+        check_method(fusion)  # what the stages would raise, raised before any runs
+        if plan_weights is not None:
+            check_weights(plan_weights, len(plan_weights))
+        check_blend(blend)
+        if mmr is not None and not (isinstance(mmr, (int, float)) and 0.0 <= mmr <= 1.0):
+            raise ValueError(f"mmr must be None or a lambda in [0, 1], got {mmr!r}")
         where = Filter.compile(filter) if filter is not None else None
         verdict = verdict if rerank is not None else None
         reranking = verdict is not None and verdict.use  # refused: serve the fused ranking
