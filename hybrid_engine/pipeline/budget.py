@@ -131,7 +131,7 @@ def run_within(
     abandoned: AbandonedCalls,
     on_return: Callable[[float], None],
 ) -> tuple[bool, _T | None]:
-    """Run ``call`` in a new daemon thread and wait for it at most ``timeout_ms``.
+    """Run ``call`` in a new thread and wait for it at most ``timeout_ms``.
 
     Returns
     -------
@@ -150,7 +150,7 @@ def run_within(
     ``on_return(ms)`` is called in the worker thread with the call's own milliseconds when it
     returns without error, abandoned or not (a stage's running estimate learns its true cost
     even from an abandoned call). Python cannot stop a thread: an abandoned model call keeps
-    its cores until it returns.
+    its cores until it returns, and the interpreter waits for it at exit.
     """
     state = _Call()
 
@@ -167,7 +167,9 @@ def run_within(
             if state.abandoned:
                 abandoned._change(stage, -1)
 
-    threading.Thread(target=work, name=f"hybrid-engine-{stage}", daemon=True).start()
+    # Not a daemon: an abandoned call finishes before the interpreter exits (a daemon thread
+    # stopped inside ONNX Runtime at exit aborts the process).
+    threading.Thread(target=work, name=f"hybrid-engine-{stage}").start()
     state.done.wait(max(timeout_ms, 0.0) / 1000)
     with state.lock:
         if not state.done.is_set():
