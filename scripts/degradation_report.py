@@ -163,9 +163,7 @@ def main() -> None:
         failing = hybrid.search(queries, 10, num_threads=threads)
     encoder.error = False
     quality["hybrid, dense failing at search"] = ndcg(failing)
-    same = np.array_equal(failing.ids, reference.ids) and np.array_equal(
-        failing.scores, reference.scores
-    )
+    same = _same(failing, reference)
     print(f"dense failing at search: degraded {failing.degraded}, {len(caught)} warning(s)")
     print(f"  {caught[0].message if caught else ''}")
     healthy = HybridIndex.build(  # a prepared model recorded by name: what load reads
@@ -175,7 +173,7 @@ def main() -> None:
         healthy, reference, queries, threads, ndcg
     )
     report["ndcg@10"] = quality
-    report["degraded equals bm25"] = {"search": bool(same), "load": bool(same_at_load)}
+    report["degraded equals bm25"] = {"search": same, "load": same_at_load}
     print(f"{len(queries)} SciFact test queries")
     print("| configuration | nDCG@10 |\n|---|---|")
     for name, value in quality.items():
@@ -189,7 +187,7 @@ def main() -> None:
         num_threads=threads,
     )
     print(f"reranker {reranker.name}: {hybrid.with_reranker(reranker).reranker_verdict}")
-    runs = {}
+    runs = {"no rerank, no budget": per_query(hybrid, queries, num_threads=threads)}
     for given in (None, *args.budgets):
         engine = hybrid.with_reranker(reranker)  # a fresh engine: no estimates yet
         name = "no budget" if given is None else f"budget_ms={given:g}"
@@ -202,20 +200,37 @@ def main() -> None:
         slow, queries, budget_ms=budget, num_threads=threads
     )
     encoder.sleep_s = 0.0
-    print("| run | p50 ms | p95 ms | max ms | left out (stage:reason: searches) | nDCG@10 |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| run | p50 ms | p95 ms | max ms | left out (stage:reason: searches) | nDCG@10 | "
+        "= reranked | = no rerank | = BM25 |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     rows = {}
+    fused = runs["no rerank, no budget"]["result"]
+    reranked = runs["rerank=30, no budget"]["result"]
     for name, run in runs.items():
         result = run.pop("result")
         run["ndcg@10"] = ndcg(result)
+        run["equals reranked"] = _same(result, reranked)
+        run["equals no rerank"] = _same(result, fused)
+        run["equals bm25"] = _same(result, reference)
         rows[name] = run
         print(
             f"| {name} | {run['p50_ms']} | {run['p95_ms']} | {run['max_ms']} | "
-            f"{run['left_out'] or '-'} | {run['ndcg@10']:.4f} |"
+            f"{run['left_out'] or '-'} | {run['ndcg@10']:.4f} | {run['equals reranked']} | "
+            f"{run['equals no rerank']} | {run['equals bm25']} |"
         )
     report["latency"] = rows
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
+
+
+def _same(result: SearchResult, reference: SearchResult) -> bool:
+    """The same ids and scores."""
+    return bool(
+        np.array_equal(result.ids, reference.ids)
+        and np.array_equal(result.scores, reference.scores)
+    )
 
 
 def _damaged_at_load(
@@ -253,10 +268,7 @@ def _damaged_at_load(
         result = engine.search(queries, 10, num_threads=threads)
         engine.close()
     print(f"damaged at load: engine.degraded {engine.degraded}, result.degraded {result.degraded}")
-    same = np.array_equal(result.ids, reference.ids) and np.array_equal(
-        result.scores, reference.scores
-    )
-    return ndcg(result), bool(same)
+    return ndcg(result), _same(result, reference)
 
 
 if __name__ == "__main__":
