@@ -3,9 +3,11 @@
 from hybrid_engine._version import __version__
 from hybrid_engine.dense import DenseIndex, EmbeddingCache
 from hybrid_engine.errors import (
+    DegradedEngineError,
     DuplicateIdError,
     HybridEngineError,
     IndexFormatError,
+    StageError,
     UnknownIdError,
     WriterLockedError,
 )
@@ -21,7 +23,15 @@ from hybrid_engine.parents import (
     ParentHit,
     ParentSearchResult,
 )
-from hybrid_engine.pipeline import HybridIndex, HybridResult, Stack, fuse, mmr, rerank
+from hybrid_engine.pipeline import (
+    DegradedWarning,
+    HybridIndex,
+    HybridResult,
+    Stack,
+    fuse,
+    mmr,
+    rerank,
+)
 from hybrid_engine.results import PAD_ID, SearchResult, SparseVectors
 from hybrid_engine.sparse import SpladeIndex
 
@@ -35,6 +45,8 @@ __all__ = [
     "ChunkHit",
     "ContextSpan",
     "CrossEncoder",
+    "DegradedEngineError",
+    "DegradedWarning",
     "DenseIndex",
     "DuplicateIdError",
     "EmbeddingCache",
@@ -57,6 +69,7 @@ __all__ = [
     "SpladeEncoder",
     "SpladeIndex",
     "Stack",
+    "StageError",
     "UnknownIdError",
     "WriterLockedError",
     "__version__",

@@ -33,3 +33,17 @@ class UnknownIdError(HybridEngineError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class StageError(HybridEngineError, RuntimeError):
+    """A stage of a search failed: raised by ``HybridIndex.search(strict=True)`` (the stage's
+    own error is its ``__cause__``), or when every leg failed and nothing is left to fuse.
+
+    The message names the stage, the error and the fix.
+    """
+
+
+class DegradedEngineError(HybridEngineError, RuntimeError):
+    """A change (``add``, ``commit``, ...) of an engine loaded without a leg
+    (``HybridIndex.load(allow_degraded=True)``): its new segments would lack the leg. Fix the
+    model and load the index again to write."""

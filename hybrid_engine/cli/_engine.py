@@ -101,15 +101,26 @@ def build_engine(
     )
 
 
+def add_degraded_option(parser: argparse.ArgumentParser) -> None:
+    """``--allow-degraded`` (``load_engine``)."""
+    parser.add_argument(
+        "--allow-degraded",
+        action="store_true",
+        help="when a leg's prepared model is missing or damaged, load the other legs (with a "
+        "warning) instead of failing; such an engine cannot change the index",
+    )
+
+
 def load_engine(
     path: str | os.PathLike[str],
     *,
     variant: str | None,
     num_threads: int | None,
     mmap: bool,
+    allow_degraded: bool = False,
 ) -> HybridIndex:
     """``HybridIndex.load``: with the models the index recorded, or the ``variant`` bi-encoder
-    when given.
+    when given; ``allow_degraded`` as in ``HybridIndex.load``.
 
     Raises
     ------
@@ -119,10 +130,14 @@ def load_engine(
         ``variant`` is not the one the index was built with.
     """
     if variant is None:
-        return HybridIndex.load(path, num_threads=num_threads, mmap=mmap)
+        return HybridIndex.load(
+            path, num_threads=num_threads, mmap=mmap, allow_degraded=allow_degraded
+        )
     encoder = Encoder.load(variant=variant, num_threads=num_threads)
     try:
-        return HybridIndex.load(path, encoder=encoder, num_threads=num_threads, mmap=mmap)
+        return HybridIndex.load(
+            path, encoder=encoder, num_threads=num_threads, mmap=mmap, allow_degraded=allow_degraded
+        )
     except IndexFormatError:
         raise
     except ValueError as exc:  # the encoder is not the one that built the index

@@ -6,7 +6,12 @@ import argparse
 import json
 from typing import Any
 
-from hybrid_engine.cli._engine import add_reranker_options, add_variant_option, load_engine
+from hybrid_engine.cli._engine import (
+    add_degraded_option,
+    add_reranker_options,
+    add_variant_option,
+    load_engine,
+)
 from hybrid_engine.cli._engine import reranker as load_reranker
 from hybrid_engine.cli._output import hits_json, print_hits
 from hybrid_engine.metadata import Filter
@@ -44,6 +49,7 @@ def add_parser(subparsers: Any) -> None:
         p, "bi-encoder variant to load (default: the one the index recorded)", default=None
     )
     p.add_argument("--mmap", action="store_true", help="memory-map the index")
+    add_degraded_option(p)
     p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
     p.set_defaults(func=run)
 
@@ -73,7 +79,13 @@ def run(args: argparse.Namespace) -> int:
         cross_encoder = load_reranker(args)  # first: no --reranker or a bad one fails at once
         rerank = RERANK_DEPTH if rerank is None else rerank
     where = parse_filter(args.filter)
-    engine = load_engine(args.index, variant=args.variant, num_threads=args.threads, mmap=args.mmap)
+    engine = load_engine(
+        args.index,
+        variant=args.variant,
+        num_threads=args.threads,
+        mmap=args.mmap,
+        allow_degraded=args.allow_degraded,
+    )
     if cross_encoder is not None:
         engine = engine.with_reranker(cross_encoder)
     for query in args.queries:

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from hybrid_engine.cli._engine import (
+    add_degraded_option,
     add_reranker_options,
     add_variant_option,
     load_engine,
@@ -54,6 +55,7 @@ def add_parser(subparsers: Any) -> None:
         p, "bi-encoder variant to load (default: the one the index recorded)", default=None
     )
     p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    add_degraded_option(p)
     p.set_defaults(func=run)
 
 
@@ -85,7 +87,13 @@ def run(args: argparse.Namespace) -> int:
     if args.batch_max > 1:
         batching = BatchPolicy(max_batch=args.batch_max)
     cross_encoder = reranker(args) if args.reranker is not None else None
-    engine = load_engine(args.index, variant=args.variant, num_threads=args.threads, mmap=False)
+    engine = load_engine(
+        args.index,
+        variant=args.variant,
+        num_threads=args.threads,
+        mmap=False,
+        allow_degraded=args.allow_degraded,
+    )
     with engine:
         if cross_encoder is not None:
             engine = engine.with_reranker(cross_encoder)

@@ -196,7 +196,14 @@ def read_model(path: str | os.PathLike[str] | None = None, *, kind: str | None =
             f"ONNX, nothing is downloaded), or set {MODELS_ENV}"
         )
     components = (TOKENIZER_FILE, *VARIANT_FILES.values())
-    manifest, _ = read_index_dir(folder, FORMAT, FORMAT_VERSION, components=components)
+    try:
+        manifest, _ = read_index_dir(folder, FORMAT, FORMAT_VERSION, components=components)
+    except IndexFormatError as exc:  # the fix of a model folder is to prepare it again
+        problem = str(exc).removesuffix("; rebuild the index")
+        raise IndexFormatError(
+            f"{problem}; the prepared model folder {folder} is damaged: prepare it again with "
+            f"`{command} --force`"
+        ) from None
     found = manifest.get("kind", BI_ENCODER)
     if kind is not None and found != kind:
         raise IndexFormatError(

@@ -1,5 +1,6 @@
 """The hybrid pipeline: fusion of retrievers, reranking, MMR, and the engine composing them."""
 
+from hybrid_engine.pipeline.degradation import DegradedWarning
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.fusion import fuse
 from hybrid_engine.pipeline.mmr import mmr
@@ -7,4 +8,4 @@ from hybrid_engine.pipeline.rerank import rerank
 from hybrid_engine.pipeline.stack import Stack
 from hybrid_engine.pipeline.stages import HybridResult
 
-__all__ = ["HybridIndex", "HybridResult", "Stack", "fuse", "mmr", "rerank"]
+__all__ = ["DegradedWarning", "HybridIndex", "HybridResult", "Stack", "fuse", "mmr", "rerank"]

@@ -27,6 +27,7 @@ from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.cross_encoder import CrossEncoder
+from hybrid_engine.pipeline.degradation import Health
 from hybrid_engine.pipeline.engine_attributes import EngineAttributes
 from hybrid_engine.pipeline.engine_format import engine_config, leg_config
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
@@ -64,6 +65,11 @@ class HybridIndex(Lifecycle, EngineAttributes):
     ``RerankerRefusedWarning``; ``search(rerank=...)`` then serves the fused ranking
     (``reranker_verdict`` says why).
 
+    A stage that fails at search time (a model error, say) is left out of that search and
+    the result says so (``HybridResult.degraded``), with a ``DegradedWarning`` once per stage;
+    ``search(budget_ms=...)`` skips the optional stages the budget cannot afford
+    (docs/degradation.md).
+
     Notes
     -----
     Thread-safety: any number of threads may ``search`` while one writes (``add``,
@@ -78,6 +84,7 @@ class HybridIndex(Lifecycle, EngineAttributes):
         super().__init__(state)
         self._reranker: CrossEncoder | None = None
         self._verdict: RerankerVerdict | None = None
+        self._health = Health()
 
     @classmethod
     def build(
@@ -232,6 +239,9 @@ class HybridIndex(Lifecycle, EngineAttributes):
         """
         engine = copy.copy(self)
         engine._reranker, engine._verdict = reranker, None
+        engine._health = Health()  # another engine: its own counts and stage estimates
+        for leg in engine._unloaded:
+            engine._health.warned(leg)  # warned at load
         if reranker is not None:
             engine._verdict = reranker_verdict(reranker.name, reranker.training)
             if not engine._verdict.use:
@@ -254,6 +264,8 @@ class HybridIndex(Lifecycle, EngineAttributes):
         filter: Mapping[str, Any] | Filter | None = None,
         num_threads: int | None = None,
         query_vectors: np.ndarray | None = None,
+        strict: bool = False,
+        budget_ms: float | None = None,
     ) -> HybridResult:
         """Search every retriever, fuse their top ``depth``, optionally rerank the fused top
         ``rerank`` by the cross-encoder, optionally re-order by MMR.
@@ -303,6 +315,16 @@ class HybridIndex(Lifecycle, EngineAttributes):
             the query texts (HyDE's mean of query and passage embeddings, say); BM25 and
             SPLADE still search the texts, and MMR uses these vectors. A blank query still
             has no hits. Needs the dense leg. None: the texts are encoded.
+        strict : bool
+            Raise a ``StageError`` (the stage's error chained) when a stage fails, instead of
+            serving without it (``HybridResult.degraded``, a ``DegradedWarning`` once per
+            stage, counted in ``degradations``).
+        budget_ms : float, optional
+            Milliseconds the search should take: the optional stages (the reranker, then the
+            legs but BM25, costliest first) are skipped while their running estimates
+            overrun it, and each that runs is abandoned at the end of the budget
+            (``HybridResult.skipped``). BM25, fusion and MMR always run, so they can
+            overrun it (docs/degradation.md). None: no budget.
 
         Returns
         -------
@@ -317,10 +339,12 @@ class HybridIndex(Lifecycle, EngineAttributes):
             not combine (ValueError) or that are not a dict (TypeError); ``query_vectors``
             without the dense leg, of another shape or not finite (ValueError) or not a
             float32 array (TypeError); both ``stack`` and fusion/weights/depth/rerank, or a
-            stack of other retrievers.
+            stack of other retrievers; ``budget_ms`` not a positive number (ValueError).
+        StageError
+            ``strict`` and a stage failed, or every leg failed (nothing to fuse).
         """
         fusion, weights, depth, rerank = search_options(
-            stack, fusion, weights, depth, rerank, self.retrievers
+            stack, fusion, weights, depth, rerank, self._planned_retrievers
         )
         texts = check_queries(queries)
         plan = SearchPlan.checked(
@@ -333,8 +357,10 @@ class HybridIndex(Lifecycle, EngineAttributes):
             mmr=mmr,
             mmr_candidates=mmr_candidates,
             filter=filter,
-            retrievers=self.retrievers,
+            retrievers=self._planned_retrievers,
             verdict=self._verdict,
+            strict=strict,
+            budget_ms=budget_ms,
         )
         state = self._state
         if query_vectors is not None:
@@ -345,8 +371,23 @@ class HybridIndex(Lifecycle, EngineAttributes):
         models = Models(state.encoder, state.splade_encoder, reranker)
         allowed = snapshot.allowed(plan.where)
         return run_search(
-            plan, snapshot, self.retrievers, texts, models, allowed, num_threads, query_vectors
+            plan,
+            snapshot,
+            self._planned_retrievers,
+            texts,
+            models,
+            allowed,
+            num_threads,
+            query_vectors,
+            health=self._health,
+            unloaded=self._unloaded,
         )
+
+    @property
+    def _planned_retrievers(self) -> tuple[str, ...]:
+        """The retrievers searches are planned for: those loaded and those whose model was
+        not (so ``weights`` may still name them)."""
+        return check_retrievers((*self.retrievers, *self._unloaded))
 
 
 def _single(

@@ -15,6 +15,7 @@ from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.packed import PackedStrings
+from hybrid_engine.pipeline.degradation import Health
 from hybrid_engine.pipeline.rerank import RerankerVerdict
 from hybrid_engine.protocols import TextEncoder
 from hybrid_engine.sparse.index import SpladeIndex
@@ -26,6 +27,32 @@ class EngineAttributes:
     _state: LiveState
     _reranker: CrossEncoder | None
     _verdict: RerankerVerdict | None
+    _health: Health
+    _unloaded: dict[str, str]
+
+    @property
+    def degraded(self) -> tuple[str, ...]:
+        """The legs ``load(allow_degraded=True)`` left out because their model is missing or
+        damaged (empty for a whole engine); every search lists them in its ``degraded``."""
+        return tuple(self._unloaded)
+
+    @property
+    def degradations(self) -> dict[str, int]:
+        """Searches served without each stage because it failed or was not loaded, by stage
+        (``HybridResult.degraded``). Thread-safe; counted from this engine's creation."""
+        return self._health.degradations
+
+    @property
+    def budget_skips(self) -> dict[str, int]:
+        """Searches that skipped each stage to keep their ``budget_ms``, by stage
+        (``HybridResult.skipped``)."""
+        return self._health.skips
+
+    @property
+    def stage_costs(self) -> dict[str, float]:
+        """The running estimate of each stage's milliseconds per unit (a query; a reranked
+        pair for ``"rerank"``) that ``budget_ms`` plans with (``costs.StageCosts``)."""
+        return self._health.costs.per_unit()
 
     @property
     def reranker(self) -> CrossEncoder | None:

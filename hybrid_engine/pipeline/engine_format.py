@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,6 +24,7 @@ from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.session import TextModel
 from hybrid_engine.models.splade import SpladeEncoder
 from hybrid_engine.models.store import VARIANT_FILES, ModelNotFoundError
+from hybrid_engine.pipeline.degradation import warn_degraded
 from hybrid_engine.pipeline.legs import (
     BM25_OPTIONS,
     DENSE_OPTIONS,
@@ -102,14 +104,28 @@ def read_engine(
     splade_encoder: SparseEncoder | None,
     num_threads: int | None,
     mmap: bool,
-) -> LiveState:
+    allow_degraded: bool = False,
+) -> tuple[LiveState, dict[str, str]]:
     """The last commit of the index at ``path`` (``HybridIndex.load`` documents the
-    arguments), attached to it; started over when a writer removed its files meanwhile.
+    arguments), attached to it; started over when a writer removed its files meanwhile. With
+    ``allow_degraded``, a leg whose recorded model is missing or damaged is left out of the
+    state, with a ``DegradedWarning``.
+
+    Returns
+    -------
+    state : LiveState
+    unloaded : dict of str to str
+        The legs left out, with why.
 
     Raises
     ------
     IndexFormatError
-        A missing, corrupt or foreign directory, or one of the immutable format.
+        A missing, corrupt or foreign directory, or one of the immutable format; a damaged
+        model (unless ``allow_degraded``).
+    ModelNotFoundError
+        A recorded model that is not prepared (unless ``allow_degraded``).
+    ValueError
+        With ``allow_degraded``, every leg's model failed: nothing is left to search.
     """
     _refuse_immutable(path)
     for attempt in range(_OPEN_ATTEMPTS):
@@ -120,14 +136,23 @@ def read_engine(
             models = _read_records(config.models, config.retrievers)
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(f"{path}: bad commit point ({exc}); rebuild the index") from None
+        unloaded: dict[str, Exception] = {}
         if "dense" in config.retrievers and encoder is None:
-            encoder = _load_model(Encoder, path, "dense", models, num_threads)
+            encoder = _load_leg_model(Encoder, path, "dense", models, num_threads, unloaded)
         if "splade" in config.retrievers and splade_encoder is None:
-            splade_encoder = _load_model(SpladeEncoder, path, "splade", models, num_threads)
+            splade_encoder = _load_leg_model(
+                SpladeEncoder, path, "splade", models, num_threads, unloaded
+            )
+        if unloaded and not allow_degraded:
+            raise next(iter(unloaded.values()))
+        config = _without(config, unloaded)
         try:
-            return LiveState.open(
+            state = LiveState.open(
                 path, point, config, encoder=encoder, splade_encoder=splade_encoder, mmap=mmap
             )
+            for leg, error in unloaded.items():
+                warn_degraded(leg, f"its model could not be loaded: {error}")
+            return state, {leg: str(error) for leg, error in unloaded.items()}
         except (FileNotFoundError, IndexFormatError):
             if commits.read_commit(path).generation == point.generation:
                 raise  # nothing newer: the commit itself is damaged
@@ -152,6 +177,41 @@ def _refuse_immutable(path: Path) -> None:
             "HybridIndex.build(corpus, ...).save(new_path), or `hybrid-engine index CORPUS "
             "--out NEW_PATH`"
         )
+
+
+def _load_leg_model(
+    cls: type[_Model],
+    path: Path,
+    leg: str,
+    models: dict[str, tuple[str, str] | None],
+    num_threads: int | None,
+    unloaded: dict[str, Exception],
+) -> _Model | None:
+    """``_load_model``, or None with the error in ``unloaded`` when the model is missing or
+    damaged."""
+    try:
+        return _load_model(cls, path, leg, models, num_threads)
+    except (ModelNotFoundError, IndexFormatError) as exc:
+        unloaded[leg] = exc
+        return None
+
+
+def _without(config: EngineConfig, unloaded: Mapping[str, object]) -> EngineConfig:
+    """``config`` without the legs of ``unloaded``.
+
+    Raises
+    ------
+    ValueError
+        No leg is left.
+    """
+    if not unloaded:
+        return config
+    left = tuple(leg for leg in config.retrievers if leg not in unloaded)
+    if not left:
+        raise ValueError(
+            f"no leg of the index can be loaded: {'; '.join(map(str, unloaded.values()))}"
+        )
+    return replace(config, retrievers=left)
 
 
 def _model_record(encoder: object) -> dict[str, str] | None:
@@ -200,10 +260,16 @@ def _load_model(
             f"the index cannot load it by name; pass {argument}= to HybridIndex.load"
         )
     name, variant = record
+    rescue = f"; or pass {argument}= to HybridIndex.load, or load without the {leg} leg: " + (
+        "HybridIndex.load(..., allow_degraded=True)"
+    )
     try:
         return cls.load(name, variant=variant, num_threads=num_threads)
     except ModelNotFoundError as exc:
         raise ModelNotFoundError(
-            f"{path} was built with the {leg} model {name!r} ({variant}): {exc}; or pass "
-            f"{argument}= to HybridIndex.load"
+            f"{path} was built with the {leg} model {name!r} ({variant}): {exc}{rescue}"
+        ) from None
+    except IndexFormatError as exc:
+        raise IndexFormatError(
+            f"{path} was built with the {leg} model {name!r} ({variant}): {exc}{rescue}"
         ) from None

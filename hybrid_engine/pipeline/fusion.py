@@ -95,13 +95,12 @@ def fuse(
     -----
     Pure numpy over the whole batch; thread-safe (inputs are only read).
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown fusion method {method!r}; choose one of {list(METHODS)}")
+    check_method(method)
     k = check_int("k", k, 1)
     rrf_k = check_int("rrf_k", rrf_k, 0)
     depth = None if depth is None else check_int("depth", depth, 1)
     lists = _check_results(results, depth)
-    w = _check_weights(weights, len(lists))
+    w = check_weights(weights, len(lists))
     if method in _CONVEX:
         w = w / w.sum()
     n_queries = len(lists[0][0])
@@ -213,7 +212,16 @@ def _check_results(
     return lists
 
 
-def _check_weights(weights: Sequence[float] | None, n_lists: int) -> np.ndarray:
+def check_method(method: str) -> str:
+    """``method`` when it is one of ``METHODS``; ValueError naming them otherwise."""
+    if method not in METHODS:
+        raise ValueError(f"unknown fusion method {method!r}; choose one of {list(METHODS)}")
+    return method
+
+
+def check_weights(weights: Sequence[float] | None, n_lists: int) -> np.ndarray:
+    """``fuse``'s ``weights`` as float64, one per list (ones when None); ValueError when of
+    another length, not finite, negative or all 0."""
     if weights is None:
         return np.ones(n_lists)
     w = np.asarray(weights, dtype=np.float64)

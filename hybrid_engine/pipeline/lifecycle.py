@@ -11,6 +11,7 @@ from typing import Any, TypeVar, cast
 
 from hybrid_engine.corpus import Document
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.errors import DegradedEngineError
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.pipeline.engine_format import read_engine
@@ -26,6 +27,18 @@ class Lifecycle:
 
     def __init__(self, state: LiveState) -> None:
         self._state = state
+        self._unloaded: dict[str, str] = {}
+        """The legs ``load(allow_degraded=True)`` left out, with why."""
+
+    def _check_writable(self) -> None:
+        """Raise unless every leg is loaded: an index loaded without a leg must not commit."""
+        if self._unloaded:
+            legs = ", ".join(self._unloaded)
+            raise DegradedEngineError(
+                f"this engine was loaded without its {legs} leg (allow_degraded=True), so it "
+                "cannot change the index (its new segments would lack the leg); fix the "
+                "model and load the index again to write"
+            )
 
     def add(self, documents: Iterable[Document]) -> int:
         """Stage new documents; ``commit`` makes them searchable.
@@ -48,11 +61,13 @@ class Lifecycle:
             An id already in the index or staged (named; use ``upsert``), an id given twice,
             a bad document or metadata value. Nothing is staged then.
         """
+        self._check_writable()
         return self._state.add(documents, replace=False)
 
     def upsert(self, documents: Iterable[Document]) -> int:
         """Stage documents, replacing those whose ids are already in the index (as ``add``
         otherwise). A replaced document moves to the end of the collection's order."""
+        self._check_writable()
         return self._state.add(documents, replace=True)
 
     def delete(self, ids: Iterable[str], *, missing_ok: bool = False) -> int:
@@ -69,6 +84,7 @@ class Lifecycle:
         int
             Documents deleted.
         """
+        self._check_writable()
         return self._state.delete(ids, missing_ok=missing_ok)
 
     def commit(
@@ -87,6 +103,7 @@ class Lifecycle:
         every score equals that of an index freshly built over them. A crash at any point
         leaves the directory at this commit or the previous one, whole.
         """
+        self._check_writable()
         self._state.commit(
             embedding_cache=embedding_cache, num_threads=num_threads, show_progress=show_progress
         )
@@ -94,6 +111,7 @@ class Lifecycle:
     def merge(self, *, num_threads: int | None = None) -> None:
         """Commit, then rewrite every segment into one without deleted documents (BM25
         re-analyses the texts; dense and SPLADE reuse the stored vectors)."""
+        self._check_writable()
         self._state.merge(num_threads=num_threads)
 
     @property
@@ -122,6 +140,7 @@ class Lifecycle:
         FileExistsError
             ``path`` exists and is not empty.
         """
+        self._check_writable()
         self._state.attach(Path(path))
 
     @classmethod
@@ -134,6 +153,7 @@ class Lifecycle:
         reranker: CrossEncoder | None = None,
         num_threads: int | None = None,
         mmap: bool = False,
+        allow_degraded: bool = False,
     ) -> _Self:
         """Open the last commit of an index directory; the engine is attached to it.
 
@@ -151,26 +171,39 @@ class Lifecycle:
             Threads of the default encoders (all cores when None).
         mmap : bool
             Memory-map the legs' arrays.
+        allow_degraded : bool
+            When the prepared model of the dense or SPLADE leg is missing or damaged, load
+            the other legs instead of raising, with a ``DegradedWarning``: the leg is left
+            out of every search (``HybridResult.degraded``), ``degraded`` names it, and the
+            engine cannot change the index (``add``, ``commit``, ... raise
+            ``DegradedEngineError``).
 
         Raises
         ------
         IndexFormatError
             A missing, corrupt or foreign directory, or one saved in an older format (the
-            message says how to rebuild).
+            message says how to rebuild); the recorded model's folder is damaged (a sha256
+            mismatch; unless ``allow_degraded``): the message names the folder and
+            ``hybrid-engine models prepare``.
         ValueError
             An encoder of another model than the leg's, or none for a leg built with an
             encoder that is not a prepared model.
         ModelNotFoundError
-            No encoder given, and the recorded model is not prepared here.
+            No encoder given, and the recorded model is not prepared here (unless
+            ``allow_degraded``).
         """
-        state = read_engine(
+        state, unloaded = read_engine(
             Path(path),
             encoder=encoder,
             splade_encoder=splade_encoder,
             num_threads=num_threads,
             mmap=mmap,
+            allow_degraded=allow_degraded,
         )
         engine = cls(state)
+        engine._unloaded = unloaded
+        for leg in unloaded:
+            cast(Any, engine)._health.warned(leg)  # HybridIndex's; warned by read_engine
         if reranker is None:
             return engine
         return cast(Any, engine).with_reranker(reranker)  # HybridIndex's

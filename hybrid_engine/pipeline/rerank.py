@@ -76,7 +76,7 @@ def rerank(
     Thread-safe when ``cross_encoder.score`` is (``CrossEncoder``'s is).
     """
     depth = _check_depth(depth)
-    weight = _check_blend(blend)
+    weight = check_blend(blend)
     queries = check_queries(queries)
     if len(queries) != len(result):
         raise ValueError(
@@ -217,7 +217,8 @@ def _check_depth(depth: int) -> int:
     return int(depth)
 
 
-def _check_blend(blend: float | None) -> float | None:
+def check_blend(blend: float | None) -> float | None:
+    """``rerank``'s ``blend``: None or a weight in [0, 1] (ValueError otherwise)."""
     if blend is None:
         return None
     if isinstance(blend, bool) or not isinstance(blend, (int, float)) or not 0 <= blend <= 1:

@@ -17,10 +17,13 @@ import numpy as np
 from hybrid_engine.checks import check_int, check_k, nonblank_rows
 from hybrid_engine.live.snapshot import Hit, Masks, Snapshot
 from hybrid_engine.metadata import Filter
-from hybrid_engine.pipeline.fusion import fuse
+from hybrid_engine.pipeline.budget import check_budget
+from hybrid_engine.pipeline.degradation import Health
+from hybrid_engine.pipeline.fusion import check_method, check_weights, fuse
+from hybrid_engine.pipeline.guard import StageRunner
 from hybrid_engine.pipeline.legs import leg_weights
 from hybrid_engine.pipeline.mmr import mmr
-from hybrid_engine.pipeline.rerank import RerankerVerdict, rerank
+from hybrid_engine.pipeline.rerank import RerankerVerdict, check_blend, rerank
 from hybrid_engine.protocols import PairScorer, SparseEncoder, TextEncoder
 from hybrid_engine.results import PAD_ID, SearchResult
 
@@ -33,7 +36,18 @@ class HybridResult(SearchResult):
     ----------
     timings : dict of str to float
         ``"bm25"``, ``"dense"`` and ``"splade"`` (query encoding included) for the legs used,
-        ``"filter"``, ``"fusion"``, ``"rerank"`` and ``"mmr"`` (when used) and ``"total"``.
+        ``"filter"``, ``"fusion"``, ``"rerank"`` and ``"mmr"`` (when used) and ``"total"``;
+        a stage left out has none.
+    degraded : list of str
+        Stages left out because they failed (or their model was not loaded), in stage order:
+        the result is fused from the other legs, or not reranked (docs/degradation.md).
+    skipped : list of str
+        Stages left out to keep ``budget_ms``: skipped before they started, or abandoned at
+        their deadline.
+    reasons : dict of str to str
+        Why each stage of ``degraded`` and ``skipped`` was left out: ``"error: ..."``, ``"not
+        loaded: ..."``, ``"budget"``, ``"timeout"``, ``"busy"`` (its abandoned call of an
+        earlier search is still running), or the missing stage MMR needed.
 
     ``ids`` are positions in the snapshot the search ran on; ``doc_ids`` and ``hits`` read
     the documents from that snapshot, whatever was committed since.
@@ -41,6 +55,9 @@ class HybridResult(SearchResult):
 
     timings: dict[str, float] = field(default_factory=dict)
     snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
+    degraded: list[str] = field(default_factory=list, kw_only=True)
+    skipped: list[str] = field(default_factory=list, kw_only=True)
+    reasons: dict[str, str] = field(default_factory=dict, kw_only=True)
 
     @property
     def doc_ids(self) -> list[list[str]]:
@@ -93,6 +110,10 @@ class SearchPlan:
         Candidates MMR picks ``k`` from, >= ``k``.
     where : Filter or None
         The documents searched, compiled; None: all of them.
+    strict : bool
+        A failing stage raises instead of being left out.
+    budget_ms : float or None
+        The time budget of the optional stages (``budget``); None: no budget.
     """
 
     k: int
@@ -104,6 +125,8 @@ class SearchPlan:
     mmr: float | None
     mmr_pool: int
     where: Filter | None
+    strict: bool = False
+    budget_ms: float | None = None
 
     @classmethod
     def checked(
@@ -120,6 +143,8 @@ class SearchPlan:
         filter: Mapping[str, Any] | Filter | None,
         retrievers: tuple[str, ...],
         verdict: RerankerVerdict | None,
+        strict: bool = False,
+        budget_ms: float | None = None,
     ) -> SearchPlan:
         """The plan of ``HybridIndex.search``'s parameters (documented there) for an engine
         of ``retrievers`` whose reranker got ``verdict`` from its gate (None: no reranker).
@@ -140,6 +165,12 @@ class SearchPlan:
                 "rerank needs a cross-encoder: pass reranker=CrossEncoder.load(...) to build or "
                 "load, or use engine.with_reranker(...)"
             )
+        check_method(fusion)  # what the stages would raise, raised before any runs
+        if plan_weights is not None:
+            check_weights(plan_weights, len(plan_weights))
+        check_blend(blend)
+        if mmr is not None and not (isinstance(mmr, (int, float)) and 0.0 <= mmr <= 1.0):
+            raise ValueError(f"mmr must be None or a lambda in [0, 1], got {mmr!r}")
         where = Filter.compile(filter) if filter is not None else None
         verdict = verdict if rerank is not None else None
         reranking = verdict is not None and verdict.use  # refused: serve the fused ranking
@@ -154,6 +185,8 @@ class SearchPlan:
             mmr=mmr,
             mmr_pool=max(k, check_int("mmr_candidates", mmr_candidates, 1)),
             where=where,
+            strict=_check_strict(strict),
+            budget_ms=check_budget(budget_ms),
         )
 
     @property
@@ -175,6 +208,12 @@ class Models:
     encoder: TextEncoder | None
     splade_encoder: SparseEncoder | None
     reranker: PairScorer | None
+
+
+def _check_strict(strict: object) -> bool:
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be True or False, got {strict!r}")
+    return strict
 
 
 def check_query_vectors(
@@ -221,46 +260,145 @@ def run_search(
     allowed: Masks,
     num_threads: int | None,
     query_vectors: np.ndarray | None = None,
+    *,
+    health: Health,
+    unloaded: Mapping[str, str] | None = None,
 ) -> HybridResult:
     """The stages of ``plan`` over ``snapshot``'s ``retrievers`` for checked ``queries``, each
     leg returning only documents ``allowed`` (per segment); ``models.reranker`` is needed when
     ``plan.rerank`` is set. ``query_vectors`` (checked, one row per query) replace the dense
-    leg's encoding of the queries."""
-    timings: dict[str, float] = {}
+    leg's encoding of the queries. ``unloaded`` names the legs of ``retrievers`` whose model
+    the engine could not load, with the reason: they are left out of every search.
+
+    Stages run under the failure and budget rules of ``guard.StageRunner`` (failures and
+    skips counted in ``health``, whose cost estimates the budget plans with).
+
+    Raises
+    ------
+    StageError
+        Under ``plan.strict``, a stage that failed (its error chained); or every leg is
+        missing.
+    """
     start = time.perf_counter()
+    runner = StageRunner(health, strict=plan.strict, budget_ms=plan.budget_ms)
     rows = nonblank_rows(queries)
-    found, query_vectors = _search_legs(
+    unloaded = unloaded or {}
+    legs = [name for name in retrievers if name not in unloaded]
+    reranking = plan.rerank is not None and models.reranker is not None
+    n, asked = len(queries), len(rows)
+    floor = (
+        "bm25"
+        if "bm25" in legs
+        else min(legs, key=lambda leg: health.costs.estimate(leg, asked) or 0.0, default="")
+    )
+    fixed = {floor: asked, "fusion": n} | ({"mmr": asked} if plan.mmr is not None else {})
+    optional = {leg: asked for leg in legs if leg != floor}
+    runner.plan(fixed, optional | ({"rerank": asked * (plan.rerank or 0)} if reranking else {}))
+    for name, reason in unloaded.items():
+        runner.lose(name, f"not loaded: {reason}")
+    found, dense_vectors = _search_legs(
+        runner,
+        floor,
         snapshot,
-        retrievers,
+        legs,
         queries,
         rows,
         plan.width,
         models,
         allowed,
         num_threads,
-        timings,
         query_vectors,
     )
-    tick = time.perf_counter()
-    result = fuse(
-        found, plan.candidates, method=plan.fusion, weights=plan.weights, depth=plan.width
-    )
-    timings["fusion"] = (time.perf_counter() - tick) * 1000
-    if plan.rerank is not None and models.reranker is not None:
-        tick = time.perf_counter()
-        texts = SnapshotTexts(snapshot)
-        result = rerank(
-            result, queries, texts, models.reranker, depth=plan.rerank, blend=plan.blend
+    if not found:
+        raise runner.nothing_to_fuse() from runner.first_error
+    if query_vectors is not None:
+        dense_vectors = query_vectors[rows]
+    result = _fuse(runner, plan, found, retrievers, n)
+    if reranking:
+        assert plan.rerank is not None and models.reranker is not None
+        texts, reranker, depth = SnapshotTexts(snapshot), models.reranker, plan.rerank
+        fused = result
+        reranked = runner.run(
+            "rerank",
+            lambda: rerank(fused, queries, texts, reranker, depth=depth, blend=plan.blend),
+            asked * depth,
+            optional=True,
+            degradable=True,
         )
-        timings["rerank"] = (time.perf_counter() - tick) * 1000
+        result = reranked if reranked is not None else result
     if plan.mmr is not None:
-        tick = time.perf_counter()
-        head = SearchResult(result.ids[rows, : plan.mmr_pool], result.scores[rows, : plan.mmr_pool])
-        result = _mmr(head, query_vectors, snapshot, plan).scattered(rows, len(queries))
-        timings["mmr"] = (time.perf_counter() - tick) * 1000
-    timings["total"] = (time.perf_counter() - start) * 1000
+        result = _diversify(runner, plan, result, rows, n, dense_vectors, snapshot)
+    runner.timings["total"] = (time.perf_counter() - start) * 1000
     k = plan.k
-    return HybridResult(result.ids[:, :k], result.scores[:, :k], timings, snapshot)
+    return HybridResult(
+        result.ids[:, :k],
+        result.scores[:, :k],
+        runner.timings,
+        snapshot,
+        degraded=runner.degraded,
+        skipped=runner.skipped,
+        reasons=runner.reasons,
+    )
+
+
+def _fuse(
+    runner: StageRunner,
+    plan: SearchPlan,
+    found: dict[str, SearchResult],
+    retrievers: Sequence[str],
+    n_queries: int,
+) -> SearchResult:
+    """The fused ranking of the legs that answered, with their weights; equal weights when
+    those left are all 0 (a leg weighted 0 contributes nothing, so the search would be
+    empty)."""
+    weights = None
+    if plan.weights is not None:
+        by_leg = dict(zip(retrievers, plan.weights, strict=True))
+        weights = [by_leg[name] for name in found]
+        weights = weights if any(weights) else None
+    results = list(found.values())
+    fused = runner.run(
+        "fusion",
+        lambda: fuse(
+            results, plan.candidates, method=plan.fusion, weights=weights, depth=plan.width
+        ),
+        n_queries,
+        optional=False,
+        degradable=False,
+    )
+    assert fused is not None
+    return fused
+
+
+def _diversify(
+    runner: StageRunner,
+    plan: SearchPlan,
+    result: SearchResult,
+    rows: np.ndarray,
+    n_queries: int,
+    dense_vectors: np.ndarray | None,
+    snapshot: Snapshot,
+) -> SearchResult:
+    """MMR over the fused (reranked) head; left out, like the dense leg, when there are no
+    dense query vectors."""
+    if dense_vectors is None:
+        reason = "needs the dense leg's query vectors"
+        if "dense" in runner.skipped:
+            runner.skip("mmr", reason)
+        else:
+            runner.lose("mmr", reason)
+        return result
+    vectors = dense_vectors
+    head = SearchResult(result.ids[rows, : plan.mmr_pool], result.scores[rows, : plan.mmr_pool])
+    picked = runner.run(
+        "mmr",
+        lambda: _mmr(head, vectors, snapshot, plan).scattered(rows, n_queries),
+        len(rows),
+        optional=False,
+        degradable=False,
+    )
+    assert picked is not None
+    return picked
 
 
 class SnapshotTexts(Sequence[str]):
@@ -293,45 +431,52 @@ def _mmr(
 
 
 def _search_legs(
+    runner: StageRunner,
+    floor: str,
     snapshot: Snapshot,
-    retrievers: Sequence[str],
+    legs: Sequence[str],
     queries: list[str],
     rows: np.ndarray,
     width: int,
     models: Models,
     allowed: Masks,
     num_threads: int | None,
-    timings: dict[str, float],
     given_vectors: np.ndarray | None,
-) -> tuple[list[SearchResult], np.ndarray]:
-    """Each leg's top ``width`` of the queries, and the dense query vectors of the non-blank
-    ones (``rows``; none without the dense leg), encoded once here so MMR reuses them (or
-    taken from ``given_vectors``, one row per query, when given)."""
-    found: list[SearchResult] = []
-    query_vectors = np.empty((0, 0), np.float32)
+) -> tuple[dict[str, SearchResult], np.ndarray | None]:
+    """The top ``width`` of the queries of each leg that answered, by leg, and the dense
+    query vectors of the non-blank ones (``rows``; None when the dense leg did not run),
+    encoded once here so MMR reuses them (or taken from ``given_vectors``, one row per query,
+    when given). Every leg but ``floor`` is optional."""
     asked = [queries[row] for row in rows]
-    if "bm25" in retrievers:
-        tick = time.perf_counter()
-        found.append(snapshot.search_bm25(queries, width, num_threads, allowed))
-        timings["bm25"] = (time.perf_counter() - tick) * 1000
-    if "dense" in retrievers:
-        tick = time.perf_counter()
+    n = len(queries)
+
+    def bm25() -> tuple[SearchResult, None]:
+        return snapshot.search_bm25(queries, width, num_threads, allowed), None
+
+    def dense() -> tuple[SearchResult, np.ndarray]:
         assert models.encoder is not None  # the engine always has one with a dense leg
-        query_vectors = np.empty((0, models.encoder.dim), np.float32)
+        vectors = np.empty((0, models.encoder.dim), np.float32)
         if given_vectors is not None:
-            query_vectors = given_vectors[rows]
+            vectors = given_vectors[rows]
         elif len(rows):
-            query_vectors = models.encoder.encode(asked)
-        hits = snapshot.search_dense(query_vectors, width, num_threads, allowed)
-        found.append(hits.scattered(rows, len(queries)))
-        timings["dense"] = (time.perf_counter() - tick) * 1000
-    if "splade" in retrievers:
-        tick = time.perf_counter()
+            vectors = models.encoder.encode(asked)
+        hits = snapshot.search_dense(vectors, width, num_threads, allowed)
+        return hits.scattered(rows, n), vectors
+
+    def splade() -> tuple[SearchResult, None]:
         assert models.splade_encoder is not None
         hits = SearchResult.empty(len(rows), width)
         if len(rows):
             vectors = models.splade_encoder.encode(asked)
             hits = snapshot.search_splade(vectors, width, num_threads, allowed)
-        found.append(hits.scattered(rows, len(queries)))
-        timings["splade"] = (time.perf_counter() - tick) * 1000
-    return found, query_vectors
+        return hits.scattered(rows, n), None
+
+    calls = {"bm25": bm25, "dense": dense, "splade": splade}
+    found: dict[str, SearchResult] = {}
+    dense_vectors = None
+    for name in legs:
+        answer = runner.run(name, calls[name], len(rows), optional=name != floor, degradable=True)
+        if answer is not None:
+            found[name], vectors = answer
+            dense_vectors = vectors if vectors is not None else dense_vectors
+    return found, dense_vectors

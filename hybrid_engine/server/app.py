@@ -23,7 +23,12 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.security import APIKeyHeader
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from hybrid_engine.errors import DuplicateIdError, UnknownIdError
+from hybrid_engine.errors import (
+    DegradedEngineError,
+    DuplicateIdError,
+    StageError,
+    UnknownIdError,
+)
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.server.batching import BatcherFullError, BatchPolicy, Rows, SearchBatcher
 from hybrid_engine.server.metrics import ServerMetrics
@@ -52,7 +57,8 @@ BATCHING = BatchPolicy()
 def engine_errors() -> Iterator[None]:
     """The engine's errors about the request as HTTP errors: ``DuplicateIdError`` 409,
     ``UnknownIdError`` 404, ``ValueError`` and ``TypeError`` 400, a full batching
-    queue 503; the engine's message is the ``detail``."""
+    queue, a search with no leg left (``StageError``) or a write to an engine loaded without
+    a leg (``DegradedEngineError``) 503; the engine's message is the ``detail``."""
     try:
         yield
     except DuplicateIdError as exc:
@@ -61,7 +67,7 @@ def engine_errors() -> Iterator[None]:
         raise HTTPException(status_code=404, detail=str(exc)) from None
     except (ValueError, TypeError) as exc:
         raise HTTPException(status_code=400, detail=str(exc)) from None
-    except BatcherFullError as exc:
+    except (BatcherFullError, StageError, DegradedEngineError) as exc:
         raise HTTPException(status_code=503, detail=str(exc)) from None
 
 
@@ -136,7 +142,7 @@ def create_app(
 
     def search(texts: list[str], options: Mapping[str, Any]) -> Rows:
         result = engine.search(texts, **options)
-        metrics.observe_stages(result.timings, len(texts))
+        metrics.observe_stages(result.timings, len(texts), result.degraded, result.skipped)
         return result.hits(), dict(result.timings)
 
     # Without batching every request runs at once, alone (as many as the threadpool runs).

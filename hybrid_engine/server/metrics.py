@@ -1,10 +1,10 @@
 """The server's Prometheus metrics, in a registry of its own (one per app, so two apps in a
 process never share counts): requests and their latency per endpoint, the engine's stage
-timings, and the live documents."""
+timings, the searches served without a stage, and the live documents."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -51,6 +51,20 @@ class ServerMetrics:
             buckets=BATCH_BUCKETS,
             registry=self.registry,
         )
+        self.degraded = Counter(
+            "hybrid_engine_search_degraded",
+            "Engine searches served without a stage that failed or was not loaded "
+            "(HybridResult.degraded), by stage.",
+            ("stage",),
+            registry=self.registry,
+        )
+        self.skipped = Counter(
+            "hybrid_engine_search_skipped",
+            "Engine searches that skipped a stage to keep their budget_ms (HybridResult.skipped), "
+            "by stage.",
+            ("stage",),
+            registry=self.registry,
+        )
         self.documents = Gauge(
             "hybrid_engine_documents",
             "Live documents of the last commit.",
@@ -62,11 +76,22 @@ class ServerMetrics:
         self.requests.labels(endpoint=endpoint, status=str(status)).inc()
         self.latency.labels(endpoint=endpoint).observe(seconds)
 
-    def observe_stages(self, timings_ms: Mapping[str, float], queries: int) -> None:
-        """One engine search: its stage timings, given in milliseconds, and its queries."""
+    def observe_stages(
+        self,
+        timings_ms: Mapping[str, float],
+        queries: int,
+        degraded: Sequence[str] = (),
+        skipped: Sequence[str] = (),
+    ) -> None:
+        """One engine search: its stage timings, given in milliseconds, its queries, and the
+        stages it served without (failed or skipped)."""
         for stage, ms in timings_ms.items():
             self.stages.labels(stage=stage).observe(ms / 1000.0)
         self.batch_sizes.observe(queries)
+        for stage in degraded:
+            self.degraded.labels(stage=stage).inc()
+        for stage in skipped:
+            self.skipped.labels(stage=stage).inc()
 
     def exposition(self) -> bytes:
         """The Prometheus text format of every instrument."""
