@@ -8,7 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from hybrid_engine.evaluation.corpus_stats import CorpusStatistics
+from hybrid_engine.evaluation.significance import max_t_p_values
 from hybrid_engine.pipeline.stack import Stack
 
 QUALITY = "ndcg@10"
@@ -17,6 +20,9 @@ RECALL = "recall@100"
 """The second metric reported (the candidates a reranker could see)."""
 TIE_DECIMALS = 4
 """nDCG@10 equal to this many decimals (as the table prints it) is a tie: the faster wins."""
+ALPHA = 0.05
+"""A costlier stack is recommended over a simpler one only if its nDCG@10 gain on the judged
+queries has a one-sided paired sign-flip p-value below this (``simplest_supported``)."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,9 @@ class StackFigures:
     eval_args : tuple of str
         The ``hybrid-engine eval`` options that score this configuration, e.g.
         ``("--retriever", "hybrid", "--fusion", "rrf")``.
+    per_query : tuple of float
+        nDCG@10 of each judged query, in one query order shared by every candidate of a
+        report (the paired test of ``simplest_supported``); empty: not recorded.
     """
 
     name: str
@@ -45,6 +54,14 @@ class StackFigures:
     p50_ms: float
     p95_ms: float
     eval_args: tuple[str, ...] = ()
+    per_query: tuple[float, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def model_stages(self) -> int:
+        """The model calls a query costs: one per neural leg (dense, SPLADE) and one for
+        the reranker; BM25 needs none."""
+        neural = sum(leg != "bm25" for leg in self.stack.retrievers)
+        return neural + (self.stack.rerank is not None)
 
     def row(self) -> dict[str, float]:
         """The table and plot row: ``ndcg@10``, ``recall@100``, ``p50_ms``, ``p95_ms``."""
@@ -56,8 +73,13 @@ class StackFigures:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """``row`` with the stack and the eval options."""
-        return {**self.row(), "stack": self.stack.to_dict(), "eval_args": list(self.eval_args)}
+        """``row`` with the stack, the eval options and the per-query nDCG@10."""
+        return {
+            **self.row(),
+            "stack": self.stack.to_dict(),
+            "eval_args": list(self.eval_args),
+            "per_query_ndcg@10": list(self.per_query),
+        }
 
 
 def choose(candidates: Sequence[StackFigures], budget_ms: float) -> tuple[StackFigures, bool]:
@@ -78,6 +100,52 @@ def choose(candidates: Sequence[StackFigures], budget_ms: float) -> tuple[StackF
     if within:
         return min(within, key=lambda c: (-round(c.ndcg_at_10, TIE_DECIMALS), c.p95_ms)), True
     return min(candidates, key=lambda c: (c.p95_ms, -c.ndcg_at_10)), False
+
+
+def simplest_supported(
+    best: StackFigures, candidates: Sequence[StackFigures], budget_ms: float
+) -> tuple[StackFigures, float | None]:
+    """``best``, or a stack of fewer model stages whose nDCG@10 it does not beat by more than
+    chance on the judged queries.
+
+    A costlier stack has to earn its place: among the candidates within ``budget_ms`` of
+    fewer ``model_stages`` than ``best``, from the fewest up, the best of each tier is tried;
+    the first that ``best``'s per-query gain over it does not support (one-sided paired
+    sign-flip test, ``significance.max_t_p_values``, p >= ``ALPHA``) is recommended instead.
+    A small gain picked on the user's queries is as likely to vanish on new ones.
+
+    Returns
+    -------
+    (StackFigures, float or None)
+        The recommendation and the p-value of ``best``'s gain over it (None: ``best``
+        itself, no simpler stack being as good).
+
+    Raises
+    ------
+    ValueError
+        Candidates whose ``per_query`` values are of different lengths.
+    """
+    if not best.per_query:
+        return best, None
+    simpler = [
+        c
+        for c in candidates
+        if c.p95_ms <= budget_ms and c.model_stages < best.model_stages and c.per_query
+    ]
+    for tier in sorted({c.model_stages for c in simpler}):
+        rival = max(
+            (c for c in simpler if c.model_stages == tier), key=lambda c: (c.ndcg_at_10, -c.p95_ms)
+        )
+        if len(rival.per_query) != len(best.per_query):
+            raise ValueError(
+                f"{best.name} and {rival.name} were scored on different queries "
+                f"({len(best.per_query)} and {len(rival.per_query)} values)"
+            )
+        gain = np.subtract(best.per_query, rival.per_query)[:, None]
+        p_value = float(max_t_p_values(gain)[0])
+        if p_value >= ALPHA:
+            return rival, p_value
+    return best, None
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,13 @@ from typing import NamedTuple
 from hybrid_engine.evaluation.corpus_stats import corpus_statistics
 from hybrid_engine.evaluation.datasets import Dataset, available_splits, load_beir, load_corpus
 from hybrid_engine.evaluation.pick_report import (
+    ALPHA,
     QUALITY,
     RECALL,
     PickReport,
     StackFigures,
     choose,
+    simplest_supported,
 )
 from hybrid_engine.evaluation.pick_rules import rule_report
 from hybrid_engine.evaluation.runner import (
@@ -67,9 +69,10 @@ def pick(
     shared by every stack that uses it), scored on them (nDCG@10 and Recall@100) and timed
     one query per call from its text on this machine (p50/p95); the recommendation is
     ``pick_report.choose``'s: the best nDCG@10 whose p95 is within ``budget_ms``, else the
-    fastest. Without them (no such qrels file, or ``rules``) the stack follows from corpus
-    statistics by rule (``pick_rules.rule_report``), and the report says so
-    (``basis="rule"``).
+    fastest; and a stack of fewer model stages that the best does not beat by more than
+    chance on these queries is preferred to it (``pick_report.simplest_supported``).
+    Without them (no such qrels file, or ``rules``) the stack follows from corpus statistics
+    by rule (``pick_rules.rule_report``), and the report says so (``basis="rule"``).
 
     Parameters
     ----------
@@ -146,10 +149,19 @@ def pick(
     figures = _measure(data, kinds, fusions, options)
     best, within = choose(figures, budget_ms)
     if within:
+        top = best
+        best, p_value = simplest_supported(top, figures, budget_ms)
         reason = (
             f"the best {QUALITY} ({best.ndcg_at_10:.4f}) with p95 {best.p95_ms:.1f} ms "
             f"within {budget_ms:g} ms"
         )
+        if p_value is not None:
+            reason = (
+                f"{QUALITY} {best.ndcg_at_10:.4f} with p95 {best.p95_ms:.1f} ms within "
+                f"{budget_ms:g} ms: {top.name}'s {top.ndcg_at_10:.4f} costs more model stages "
+                f"for a gain these queries do not support (paired sign-flip p = {p_value:.3f} "
+                f">= {ALPHA})"
+            )
     else:
         reason = (
             f"NO candidate is within {budget_ms:g} ms p95: the fastest, {best.p95_ms:.1f} ms "
@@ -342,6 +354,7 @@ def _figures(dataset: Dataset, plan: _Plan) -> StackFigures:
     """``plan``'s search scored and timed as ``hybrid-engine eval`` scores and times it."""
     report = evaluate_searcher(dataset, plan.search, plan.doc_ids)
     p50, p95 = report.latency_ms["total"]
+    per_query = tuple(report.per_query[q][QUALITY] for q in sorted(report.per_query))
     return StackFigures(
         name=plan.name,
         stack=plan.stack,
@@ -350,4 +363,5 @@ def _figures(dataset: Dataset, plan: _Plan) -> StackFigures:
         p50_ms=p50,
         p95_ms=p95,
         eval_args=plan.eval_args,
+        per_query=per_query,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -15,7 +15,7 @@ from hybrid_engine.corpus import document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.evaluation.datasets import Dataset
-from hybrid_engine.evaluation.metrics import evaluate, parse_metric, run_from_results
+from hybrid_engine.evaluation.metrics import EvalResult, evaluate, parse_metric, run_from_results
 from hybrid_engine.feedback import RM3, Rocchio
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.models.bi_encoder import Encoder
@@ -327,12 +327,16 @@ class RetrieverReport:
         Median and 95th percentile milliseconds of one query per call, top 10, from text:
         ``"total"`` (wall clock around the call) and, for retrievers whose results carry
         per-stage ``timings`` (``HybridResult``), each stage.
+    per_query : dict of str to dict of str to float
+        Each judged query's value of each metric, by query id (paired comparisons of
+        retrievers on the same queries: ``pick``'s choice).
     """
 
     metrics: dict[str, float]
     queries_per_s: float
     build_s: float
     latency_ms: dict[str, tuple[float, float]]
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, float]:
         """The JSON shape of ``hybrid-engine eval``: metrics, ``queries_per_s``, ``p50_ms``,
@@ -378,11 +382,11 @@ def score_searcher(
     doc_ids: Sequence[str],
     *,
     metrics: Sequence[str] = DEFAULT_METRICS,
-) -> tuple[dict[str, float], float]:
+) -> tuple[EvalResult, float]:
     """Search all of ``dataset``'s queries as one batch and score the run.
 
-    Returns the mean of each metric and the queries answered per second (analysis included,
-    after one warm-up query so JIT compilation is not counted).
+    Returns the mean and per-query value of each metric and the queries answered per second
+    (analysis included, after one warm-up query so JIT compilation is not counted).
     """
     depth = max(parse_metric(m)[1] for m in metrics)
     query_ids = list(dataset.queries)
@@ -392,7 +396,8 @@ def score_searcher(
     result = search(texts, depth)
     elapsed = time.perf_counter() - start
     run = run_from_results(result.ids, result.scores, query_ids, doc_ids)
-    return evaluate(run, dataset.qrels, metrics), len(texts) / max(elapsed, 1e-9)
+    scores = evaluate(run, dataset.qrels, metrics, per_query=True)
+    return scores, len(texts) / max(elapsed, 1e-9)
 
 
 def evaluate_retriever(
@@ -439,4 +444,4 @@ def evaluate_searcher(
     """
     scores, queries_per_s = score_searcher(dataset, search, doc_ids, metrics=metrics)
     latency = query_latency(search, list(dataset.queries.values()))
-    return RetrieverReport(scores, queries_per_s, build_s, latency)
+    return RetrieverReport(scores.mean, queries_per_s, build_s, latency, scores.per_query)
