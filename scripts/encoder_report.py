@@ -7,8 +7,9 @@ script builds the default ``HybridIndex`` twice over the documents with text, on
 base all-MiniLM-L6-v2 and once with the fine-tuned model (each in the int8 variant that serves
 by default; corpus embeddings through the default ``EmbeddingCache``, so re-runs encode
 nothing), searches every test query to depth 100 with the dense leg and with the engine, and
-scores the runs with pytrec_eval (``evaluation.metrics``). The training time comes from the
-model's training record::
+scores the runs with pytrec_eval (``evaluation.metrics``); the last column is the one-sided
+paired sign-flip p-value of the nDCG@10 gain (``evaluation.significance``, as the gate's).
+The training time comes from the model's training record::
 
     PYTHONPATH=. python scripts/encoder_report.py PREPARED_FOLDER [--variant int8]
         [--collections scifact,med] [--json report.json]
@@ -23,11 +24,14 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hybrid_engine import EmbeddingCache, Encoder, HybridIndex
 from hybrid_engine.cli.demo import DEFAULT_DATASET
 from hybrid_engine.evaluation import load_beir
-from hybrid_engine.evaluation.metrics import evaluate, run_from_results
+from hybrid_engine.evaluation.metrics import EvalResult, evaluate, run_from_results
 from hybrid_engine.evaluation.runner import documents_with_text
+from hybrid_engine.evaluation.significance import max_t_p_values
 from hybrid_engine.models import RefusedModelWarning
 
 COLLECTIONS = ("scifact", "cranfield", "cisi", "med", "nfcorpus-partial")
@@ -35,8 +39,9 @@ METRICS = ("ndcg@10", "recall@100")
 DEPTH = 100
 
 
-def _figures(dataset_dir: Path, encoder: Encoder, threads: int) -> dict[str, dict[str, float]]:
-    """Test figures of the dense leg and of the fused hybrid with ``encoder``."""
+def _figures(dataset_dir: Path, encoder: Encoder, threads: int) -> dict[str, EvalResult]:
+    """Test figures (means and per query) of the dense leg and of the fused hybrid with
+    ``encoder``."""
     dataset = load_beir(dataset_dir, "test")
     docs = documents_with_text(dataset)
     engine = HybridIndex.build(
@@ -53,10 +58,20 @@ def _figures(dataset_dir: Path, encoder: Encoder, threads: int) -> dict[str, dic
     }
     return {
         name: evaluate(
-            run_from_results(r.ids, r.scores, query_ids, doc_ids), dataset.qrels, METRICS
+            run_from_results(r.ids, r.scores, query_ids, doc_ids),
+            dataset.qrels,
+            METRICS,
+            per_query=True,
         )
         for name, r in runs.items()
     }
+
+
+def _one_sided_p(base: EvalResult, tuned: EvalResult) -> float:
+    """One-sided paired sign-flip p-value of the per-query nDCG@10 gain (as the gate's)."""
+    ids = sorted(base.per_query)
+    gains = [tuned.per_query[q]["ndcg@10"] - base.per_query[q]["ndcg@10"] for q in ids]
+    return float(max_t_p_values(np.array(gains)[:, None])[0])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,21 +103,20 @@ def main(argv: list[str] | None = None) -> int:
     header = "| collection | leg | " + " | ".join(
         f"{m} base | {m} tuned | {m} gain" for m in METRICS
     )
-    print(header + " |")
-    print("|" + "---|" * (2 + 3 * len(METRICS)))
+    print(header + " | p (nDCG@10 gain > 0) |")
+    print("|" + "---|" * (3 + 3 * len(METRICS)))
     report: dict[str, Any] = {"model": str(args.model), "variant": args.variant, "training": wall}
     for name in args.collections.split(","):
         folder = args.data / name
         before = _figures(folder, base, args.threads)
         after = _figures(folder, tuned, args.threads)
-        report[name] = {"base": before, "tuned": after}
+        report[name] = {}
         for leg in ("dense", "hybrid"):
-            cells = " | ".join(
-                f"{before[leg][m]:.4f} | {after[leg][m]:.4f} | "
-                f"{after[leg][m] - before[leg][m]:+.4f}"
-                for m in METRICS
-            )
-            print(f"| {name} | {leg} | {cells} |", flush=True)
+            b, a = before[leg].mean, after[leg].mean
+            cells = " | ".join(f"{b[m]:.4f} | {a[m]:.4f} | {a[m] - b[m]:+.4f}" for m in METRICS)
+            p = _one_sided_p(before[leg], after[leg])
+            report[name][leg] = {"base": b, "tuned": a, "p_ndcg_gain": p}
+            print(f"| {name} | {leg} | {cells} | {p:.4f} |", flush=True)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0

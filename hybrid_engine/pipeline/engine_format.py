@@ -184,7 +184,8 @@ def _read_records(records: Any, retrievers: tuple[str, ...]) -> dict[str, tuple[
         if record is None:
             models[leg] = None
             continue
-        name, variant = record.get("path", record["name"]), record["variant"]
+        name = record["path"] if "path" in record else record["name"]
+        variant = record["variant"]
         if not isinstance(name, str) or variant not in VARIANT_FILES:
             raise ValueError(f"models[{leg!r}] is {record!r}")
         models[leg] = (name, variant)
