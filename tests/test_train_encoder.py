@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from hybrid_engine.cli import main
+from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.evaluation.encoder_gate import encoder_verdict
 from hybrid_engine.training.data import Pair
 from hybrid_engine.training.encoder_data import (
@@ -321,3 +322,29 @@ def test_train_prepare_gate_and_refuse_a_bad_training(
     bad = json.loads((tmp_path / "bad" / "training.json").read_text())
     assert bad["validation"]["accepted"] is False and bad["validation"]["variant"] == "fp32"
     assert bad["validation"]["tuned"] < bad["validation"]["base"]
+
+
+def test_export_reads_the_sentence_transformers_5_layout(tmp_path: Path) -> None:
+    # How sentence-transformers 5 saves a fine-tuned model: the pooling mode by name and
+    # max_seq_length as the tokenizer's model_max_length.
+    from hybrid_engine.models.export import bi_encoder as prepare
+
+    modules = ["Transformer", "Pooling", "Normalize"]
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode": "mean"}))
+    (tmp_path / "modules.json").write_text(json.dumps([{"type": f"x.{m}"} for m in modules]))
+    (tmp_path / "sentence_bert_config.json").write_text(json.dumps({"transformer_task": "x"}))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 128}))
+    (tmp_path / "config.json").write_text(
+        json.dumps({"hidden_size": 384, "num_attention_heads": 12})
+    )
+    assert prepare._source_settings(tmp_path) == {
+        "max_length": 128,
+        "pooling": "mean",
+        "normalize": True,
+        "dim": 384,
+        "num_heads": 12,
+    }
+    with pytest.raises(HybridEngineError, match="not a sentence-transformers folder"):
+        prepare.prepare_bi_encoder(tmp_path / "1_Pooling", tmp_path / "out", name="x")
+    assert not (tmp_path / "out").exists()
