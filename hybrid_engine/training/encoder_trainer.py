@@ -213,17 +213,20 @@ def train_encoder(
     model.save(str(output))
     log(f"wrote {output} ({wall_s['train'] / 60:.1f} min training, {len(losses)} steps)")
     record = _record(
-        source, dataset_dir, supervision, examples, pools, settings, near_duplicate_cosine
+        source,
+        dataset_dir,
+        supervision,
+        examples,
+        pools,
+        settings,
+        near_duplicate_cosine,
+        losses=losses,
+        extra_settings={
+            "num_threads": num_threads,
+            "validation_fraction": validation_fraction,
+            "max_self_pairs": max_self_pairs,
+        },
     )
-    record["settings"]["steps"] = len(losses)
-    record["loss"] = {
-        "first_10": float(np.mean(losses[:10])),
-        "last_10": float(np.mean(losses[-10:])),
-    }
-    record["settings"]["num_threads"] = num_threads
-    record["settings"]["validation_fraction"] = validation_fraction
-    record["settings"]["max_self_pairs"] = max_self_pairs
-    record["wall_s"] = wall_s
     base_model = {
         "name": getattr(dense.encoder, "name", None),
         "variant": getattr(dense.encoder, "variant", None),
@@ -319,8 +322,11 @@ def _record(
     pools: Sequence[np.ndarray],
     settings: EncoderSettings,
     threshold: float,
+    *,
+    losses: Sequence[float],
+    extra_settings: dict[str, Any],
 ) -> dict[str, Any]:
-    """The training record before its loss, times and verdict."""
+    """The training record before its times and verdict."""
     kinds = [p.kind for p in examples.pairs]
     names = ("torch", "transformers", "sentence-transformers", BASE_PACKAGE)
     return {
@@ -352,8 +358,14 @@ def _record(
             "warmup": settings.warmup,
             "weight_decay": settings.weight_decay,
             "scale": settings.scale,
+            "steps": len(losses),
+            **extra_settings,
         },
         "seed": settings.seed,
+        "loss": {
+            "first_10": float(np.mean(losses[:10])),
+            "last_10": float(np.mean(losses[-10:])),
+        },
         "versions": {"hybrid_engine": __version__}
         | {n: importlib.metadata.version(n) for n in names},
     }
