@@ -9,11 +9,36 @@ from argparse import ArgumentParser
 from collections.abc import Sequence
 
 from hybrid_engine._version import __version__
-from hybrid_engine.cli import add, delete, demo, index, models, pick, search, serve, train, tune
+from hybrid_engine.cli import (
+    add,
+    delete,
+    demo,
+    index,
+    models,
+    pick,
+    search,
+    serve,
+    train,
+    train_encoder,
+    tune,
+)
 from hybrid_engine.cli import eval as evaluate
 from hybrid_engine.cli._errors import USER_ERRORS, error_message, is_user_error
 
-COMMANDS = (index, add, delete, search, serve, evaluate, pick, tune, train, models, demo)
+COMMANDS = (
+    index,
+    add,
+    delete,
+    search,
+    serve,
+    evaluate,
+    pick,
+    tune,
+    train,
+    train_encoder,
+    models,
+    demo,
+)
 """The command modules, in the order of ``--help``."""
 
 

