@@ -43,6 +43,11 @@ class StageError(HybridEngineError, RuntimeError):
     """
 
 
+class PinnedEngineError(HybridEngineError, RuntimeError):
+    """A change (``add``, ``commit``, ...) through an engine pinned to one commit
+    (``HybridIndex.pinned``): write through the engine it was pinned from."""
+
+
 class DegradedEngineError(HybridEngineError, RuntimeError):
     """A change (``add``, ``commit``, ...) of an engine loaded without a leg
     (``HybridIndex.load(allow_degraded=True)``): its new segments would lack the leg. Fix the

@@ -218,6 +218,21 @@ class HybridIndex(Lifecycle, EngineAttributes):
         engine = cls(_single(config, Segment(docs, *legs), encoder, splade_encoder))
         return engine if reranker is None else engine.with_reranker(reranker)
 
+    def pinned(self) -> HybridIndex:
+        """This engine fixed to its last commit: every search of the copy runs on that
+        commit, whatever is committed (or merged) later.
+
+        Several searches whose results are combined by position (fused, or read against one
+        result's documents, as the query strategies do) must run on one commit: a merge in
+        between renumbers the positions. The copy shares the legs, models and counts; it
+        cannot change the index (``PinnedEngineError``: write through this engine). Pinning
+        a pinned engine keeps its commit.
+        """
+        engine = copy.copy(self)
+        if engine._pinned is None:
+            engine._pinned = self._state.snapshot
+        return engine
+
     def with_reranker(self, reranker: CrossEncoder | None) -> HybridIndex:
         """This index with ``reranker`` as the cross-encoder of ``search(rerank=...)``.
 
@@ -366,7 +381,7 @@ class HybridIndex(Lifecycle, EngineAttributes):
         if query_vectors is not None:
             dim = state.encoder.dim if state.encoder is not None else 0
             query_vectors = check_query_vectors(query_vectors, len(texts), dim, self.retrievers)
-        snapshot = state.snapshot  # one commit for the whole search
+        snapshot = self._snapshot  # one commit for the whole search
         reranker = self._reranker if plan.rerank is not None else None
         models = Models(state.encoder, state.splade_encoder, reranker)
         allowed = snapshot.allowed(plan.where)

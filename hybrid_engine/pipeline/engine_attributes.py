@@ -11,7 +11,7 @@ from hybrid_engine.corpus import DocIds
 from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.live.segment import Segment
-from hybrid_engine.live.snapshot import Hit
+from hybrid_engine.live.snapshot import Hit, Snapshot
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.packed import PackedStrings
@@ -29,6 +29,12 @@ class EngineAttributes:
     _verdict: RerankerVerdict | None
     _health: Health
     _unloaded: dict[str, str]
+    _pinned: Snapshot | None
+
+    @property
+    def _snapshot(self) -> Snapshot:
+        """The commit reads and searches see: the pinned one (``pinned``), else the newest."""
+        return self._state.snapshot if self._pinned is None else self._pinned
 
     @property
     def degraded(self) -> tuple[str, ...]:
@@ -73,12 +79,12 @@ class EngineAttributes:
     def texts(self) -> PackedStrings:
         """The text of every position (title and text), as the cross-encoder reads it
         (deleted documents keep their positions until a merge)."""
-        return self._state.snapshot.texts
+        return self._snapshot.texts
 
     @property
     def titles(self) -> PackedStrings:
         """The title of every position, ``""`` where it has none."""
-        return self._state.snapshot.titles
+        return self._snapshot.titles
 
     @property
     def retrievers(self) -> tuple[str, ...]:
@@ -104,7 +110,7 @@ class EngineAttributes:
     def doc_ids(self) -> DocIds:
         """The ``_id`` of every position of the last commit (deleted documents keep their
         positions until a merge; results never hold them)."""
-        return self._state.snapshot.doc_ids
+        return self._snapshot.doc_ids
 
     def get(self, ids: Iterable[str], *, missing_ok: bool = False) -> list[Hit]:
         """The documents of the last commit with these ids, in the order of ``ids``.
@@ -136,12 +142,12 @@ class EngineAttributes:
         Thread-safe: every id is read from the one commit that was the last when the call
         started. The first call after a commit maps every live id once (one pass over them).
         """
-        return self._state.snapshot.get(ids, missing_ok=missing_ok)
+        return self._snapshot.get(ids, missing_ok=missing_ok)
 
     @property
     def num_segments(self) -> int:
         """Segments of the last commit."""
-        return len(self._state.snapshot.segments)
+        return len(self._snapshot.segments)
 
     @property
     def path(self) -> Path | None:
@@ -150,7 +156,7 @@ class EngineAttributes:
 
     def __len__(self) -> int:
         """Live documents of the last commit."""
-        return self._state.snapshot.num_live
+        return self._snapshot.num_live
 
     def __repr__(self) -> str:
         return (
@@ -159,7 +165,7 @@ class EngineAttributes:
         )
 
     def _only_segment(self) -> Segment:
-        snapshot = self._state.snapshot
+        snapshot = self._snapshot
         if len(snapshot.segments) != 1 or snapshot.live[0] is not None:
             raise ValueError(
                 f"the index has {len(snapshot.segments)} segment(s) and deletions may be "

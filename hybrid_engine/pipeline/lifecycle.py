@@ -11,7 +11,8 @@ from typing import Any, TypeVar, cast
 
 from hybrid_engine.corpus import Document
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
-from hybrid_engine.errors import DegradedEngineError
+from hybrid_engine.errors import DegradedEngineError, PinnedEngineError
+from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.pipeline.engine_format import read_engine
@@ -29,9 +30,17 @@ class Lifecycle:
         self._state = state
         self._unloaded: dict[str, str] = {}
         """The legs ``load(allow_degraded=True)`` left out, with why."""
+        self._pinned: Snapshot | None = None
+        """The commit every search runs on (``HybridIndex.pinned``); None: the newest."""
 
     def _check_writable(self) -> None:
-        """Raise unless every leg is loaded: an index loaded without a leg must not commit."""
+        """Raise unless every leg is loaded and the engine is not pinned: an index loaded
+        without a leg must not commit, and a pinned engine would not see its own changes."""
+        if self._pinned is not None:
+            raise PinnedEngineError(
+                "this engine is pinned to one commit (HybridIndex.pinned()): its searches would "
+                "not see the change; add, delete and commit through the engine it was pinned from"
+            )
         if self._unloaded:
             legs = ", ".join(self._unloaded)
             raise DegradedEngineError(

@@ -34,6 +34,7 @@ def plain_search(engine: HybridIndex, queries: Sequence[str], depth: int) -> Str
     """The ``"hybrid"`` strategy: ``engine.search`` of each query alone (as every strategy
     searches), top ``depth``, traced and timed like the others."""
     start = time.perf_counter()
+    engine = engine.pinned()  # the rows and the template on one commit
     traces = []
     rows = []
     for query in queries:
@@ -96,6 +97,7 @@ def fuse_strategies(
         raise ValueError("the self-query strategy needs schema=MetadataSchema(...)")
     start = time.perf_counter()
     texts = check_queries(queries)
+    engine = engine.pinned()  # every strategy on one commit: their positions are fused
     runners: dict[str, Runner] = {
         "hybrid": lambda q, n: plain_search(engine, q, n),
         "hyde": lambda q, n: hyde(engine, q, generate, n, prompts=prompts, depth=n),

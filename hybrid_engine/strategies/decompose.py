@@ -74,6 +74,7 @@ def decompose(
     max_subqueries = check_int("max_subqueries", max_subqueries, 0)
     rows: list[SearchResult] = []
     traces = []
+    engine = engine.pinned()  # every step on one commit: their positions combine
     template = engine.search([], k)
     for query in texts:
         trace = QueryTrace(query)

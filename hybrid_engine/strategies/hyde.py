@@ -90,6 +90,7 @@ def hyde(
     num_passages = check_int("num_passages", num_passages, 1)
     rows: list[SearchResult] = []
     traces = []
+    engine = engine.pinned()  # every step on one commit: their positions combine
     template = engine.search([], k)
     for query in texts:
         trace = QueryTrace(query)

@@ -89,6 +89,7 @@ def multi_hop(
     max_hops = check_int("max_hops", max_hops, 1)
     rows: list[SearchResult] = []
     traces = []
+    engine = engine.pinned()  # every step on one commit: their positions combine
     template = engine.search([], k)
     for query in texts:
         trace = QueryTrace(query)

@@ -136,6 +136,7 @@ def self_query(
     texts = check_queries(queries)
     example_question, example_filter = schema.example()
     rows, traces = [], []
+    engine = engine.pinned()  # every step on one commit: their positions combine
     template = engine.search([], k)
     for query in texts:
         trace = QueryTrace(query)
