@@ -417,3 +417,42 @@ def test_server_counts_degraded_searches(hybrid: HybridIndex, dense_double: Faul
             assert client.post("/search", json={"query": "river stone"}).status_code == 200
     metrics = client.get("/metrics").text
     assert 'hybrid_engine_search_degraded_total{stage="dense"} 2.0' in metrics
+
+
+def test_server_search_reports_degraded_and_strict_is_503(
+    hybrid: HybridIndex, dense_double: Faulty, bm25_only: HybridIndex
+) -> None:
+    pytest.importorskip("fastapi", reason="the serve extra is not installed")
+    from fastapi.testclient import TestClient
+
+    from hybrid_engine.server import create_app
+
+    client = TestClient(create_app(hybrid))
+    healthy = client.post("/search", json={"query": "river stone"}).json()
+    assert healthy["degraded"] == [] and healthy["skipped"] == []
+    dense_double.error = RuntimeError("down")
+    with pytest.warns(DegradedWarning):
+        body = client.post("/search", json={"query": "river stone", "k": 5}).json()
+    assert body["degraded"] == ["dense"] and body["skipped"] == []
+    served = [hit["id"] for hit in body["results"][0]["hits"]]
+    assert served == bm25_only.search(["river stone"], 5).doc_ids[0]
+    strict = client.post("/search", json={"query": "river stone", "strict": True})
+    assert strict.status_code == 503 and "dense" in strict.text
+
+
+def test_server_search_passes_the_budget(hybrid: HybridIndex, bm25_only: HybridIndex) -> None:
+    pytest.importorskip("fastapi", reason="the serve extra is not installed")
+    from fastapi.testclient import TestClient
+
+    from hybrid_engine.server import create_app
+
+    sleepy = Faulty(OverlapScorer())
+    client = TestClient(create_app(hybrid.with_reranker(sleepy)))  # type: ignore[arg-type]
+    sleepy.sleep_s = SLEEP_S
+    request = {"query": "river stone", "k": 5, "rerank": 10, "budget_ms": 50}
+    body = client.post("/search", json=request).json()
+    assert body["skipped"] == ["rerank"] and body["degraded"] == []
+    fused = hybrid.search(["river stone"], 5)
+    assert [hit["id"] for hit in body["results"][0]["hits"]] == fused.doc_ids[0]
+    bad = client.post("/search", json={"query": "river stone", "budget_ms": 0})
+    assert bad.status_code == 422 and "budget_ms" in bad.text

@@ -24,6 +24,7 @@ pytest.importorskip("fastapi", reason="the serve extra is not installed")
 from hybrid_engine.server.batching import (
     BatcherFullError,
     BatchPolicy,
+    Rows,
     SearchBatcher,
 )
 
@@ -37,16 +38,14 @@ class FakeEngine:
         self.release = threading.Event()
         self.entered = threading.Semaphore(0)
 
-    def __call__(
-        self, texts: list[str], options: Mapping[str, Any]
-    ) -> tuple[list[list[Hit]], dict[str, float]]:
+    def __call__(self, texts: list[str], options: Mapping[str, Any]) -> Rows:
         self.batches.append((list(texts), dict(options)))
         self.entered.release()
         self.release.wait(timeout=10.0)
         if any(t.startswith("boom") for t in texts):
             raise ValueError(f"bad query among {texts}")
         hits = [[Hit(t, float(options["k"]), "", "", {})] for t in texts]
-        return hits, {"total": 1.0}
+        return hits, {"total": 1.0}, [], []
 
 
 async def wait_entered(fake: FakeEngine, calls: int = 1) -> None:

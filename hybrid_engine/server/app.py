@@ -143,7 +143,7 @@ def create_app(
     def search(texts: list[str], options: Mapping[str, Any]) -> Rows:
         result = engine.search(texts, **options)
         metrics.observe_stages(result.timings, len(texts), result.degraded, result.skipped)
-        return result.hits(), dict(result.timings)
+        return result.hits(), dict(result.timings), list(result.degraded), list(result.skipped)
 
     # Without batching every request runs at once, alone (as many as the threadpool runs).
     unbatched = BatchPolicy(max_batch=1, max_running=2**30)
@@ -160,7 +160,11 @@ def create_app(
             for text, hits in zip(texts, answer.hits, strict=True)
         ]
         return SearchResponse(
-            results=results, timings_ms=answer.timings, batch_size=answer.batch_size
+            results=results,
+            timings_ms=answer.timings,
+            batch_size=answer.batch_size,
+            degraded=answer.degraded,
+            skipped=answer.skipped,
         )
 
     async def write(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -23,10 +23,11 @@ from fastapi.concurrency import run_in_threadpool
 
 from hybrid_engine.live.snapshot import Hit
 
-Rows = tuple[list[list[Hit]], dict[str, float]]
-"""One engine call's hits per query and its stage timings in milliseconds."""
+Rows = tuple[list[list[Hit]], dict[str, float], list[str], list[str]]
+"""One engine call's hits per query, its stage timings in milliseconds, and the stages it left
+out: failed (``degraded``) and skipped for its budget (``skipped``)."""
 Search = Callable[[list[str], Mapping[str, Any]], Rows]
-"""``(texts, options) -> (hits per text, timings)``: one engine call (``HybridIndex.search``)."""
+"""``(texts, options) -> Rows``: one engine call (``HybridIndex.search``)."""
 
 
 class BatcherFullError(RuntimeError):
@@ -71,17 +72,21 @@ class BatchedResult:
         The milliseconds of each stage of the engine call (the whole batch's).
     batch_size : int
         Queries the engine call answered.
+    degraded, skipped : list of str
+        The stages the engine call left out: failed, and skipped to keep its budget.
     """
 
     hits: list[list[Hit]]
     timings: dict[str, float]
     batch_size: int
+    degraded: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
 
     @classmethod
     def share(cls, rows: Rows, start: int, stop: int) -> BatchedResult:
         """Rows ``start:stop`` of an engine call's ``rows``."""
-        hits, timings = rows
-        return cls(hits[start:stop], timings, len(hits))
+        hits, timings, degraded, skipped = rows
+        return cls(hits[start:stop], timings, len(hits), degraded, skipped)
 
 
 @dataclass

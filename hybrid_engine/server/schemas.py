@@ -23,6 +23,8 @@ MAX_TEXT_CHARS = 100_000
 """Characters of a document's text, or of a query."""
 MAX_TITLE_CHARS = 1_000
 """Characters of a document's title or id."""
+MAX_BUDGET_MS = 600_000.0
+"""A search's ``budget_ms``, at most (ten minutes: more is no budget)."""
 
 
 QueryText = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
@@ -54,6 +56,8 @@ class SearchRequest(BaseModel):
     fusion: Literal[METHODS] | None = None  # type: ignore[valid-type]
     weights: dict[str, Weight] | None = Field(default=None, max_length=16)
     depth: int | None = Field(default=None, ge=1, le=MAX_K)
+    budget_ms: float | None = Field(default=None, gt=0, le=MAX_BUDGET_MS)
+    strict: bool | None = None
 
     @model_validator(mode="after")
     def _one_of_query_and_queries(self) -> SearchRequest:
@@ -90,12 +94,16 @@ class QueryResult(BaseModel):
 
 class SearchResponse(BaseModel):
     """The hits of each query, in the request's order; the milliseconds of each stage of the
-    engine search that answered them (``HybridResult.timings``), and how many queries that
-    search answered (more than the request's when concurrent requests were batched)."""
+    engine search that answered them (``HybridResult.timings``), how many queries that search
+    answered (more than the request's when concurrent requests were batched), and the stages
+    it left out: ``degraded``, those that failed (``HybridResult.degraded``), and ``skipped``,
+    those that would have overrun ``budget_ms`` (``HybridResult.skipped``)."""
 
     results: list[QueryResult]
     timings_ms: dict[str, float]
     batch_size: int
+    degraded: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
 
 
 class DocumentIn(BaseModel):
