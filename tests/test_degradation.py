@@ -456,3 +456,24 @@ def test_server_search_passes_the_budget(hybrid: HybridIndex, bm25_only: HybridI
     assert [hit["id"] for hit in body["results"][0]["hits"]] == fused.doc_ids[0]
     bad = client.post("/search", json={"query": "river stone", "budget_ms": 0})
     assert bad.status_code == 422 and "budget_ms" in bad.text
+
+
+def test_strategies_and_parent_documents_pass_on_what_was_left_out(
+    dense_double: Faulty, bm25_only: HybridIndex
+) -> None:
+    from hybrid_engine import ParentDocumentIndex
+    from hybrid_engine.strategies import decompose
+
+    engine = HybridIndex.build(CORPUS, retrievers=("bm25", "dense"), encoder=dense_double)
+    parents = ParentDocumentIndex.build(CORPUS, retrievers=("bm25", "dense"), encoder=dense_double)
+    dense_double.error = RuntimeError("down")
+    with pytest.warns(DegradedWarning):
+        result = decompose(engine, QUERIES[:2], lambda prompt: "1. fish bird", 5)
+    assert result.degraded == ["dense"] and result.skipped == []
+    assert result.reasons["dense"].startswith("error")
+    assert all(trace.left_out["degraded"].keys() == {"dense"} for trace in result.traces)
+    reference = decompose(bm25_only, QUERIES[:2], lambda prompt: "1. fish bird", 5)
+    assert result.doc_ids == reference.doc_ids  # fused from BM25 alone
+    with pytest.warns(DegradedWarning):
+        found = parents.search(QUERIES[:2], 5)
+    assert found.degraded == ["dense"] and found.skipped == []

@@ -359,7 +359,9 @@ class ParentDocumentIndex:
             "parents": (done - read) * 1e3,
             "total": (done - started) * 1e3,
         }
-        return ParentSearchResult(unit, documents, chunks, context, timings)
+        return ParentSearchResult(
+            unit, documents, chunks, context, timings, list(result.degraded), list(result.skipped)
+        )
 
     def _parents(
         self, result: HybridResult, row: list[ChunkHit], aggregate: str, k: int

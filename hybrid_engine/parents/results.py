@@ -135,6 +135,9 @@ class ParentSearchResult:
     timings : dict of str to float
         The inner search's milliseconds per stage, plus ``"parents"`` (reading the retrieved
         chunks, aggregating, packing context) and ``"total"``.
+    degraded, skipped : list of str
+        The stages the inner search left out, failed or over its budget
+        (``HybridResult.degraded`` and ``skipped``; docs/degradation.md).
     """
 
     unit: str
@@ -142,6 +145,8 @@ class ParentSearchResult:
     chunks: list[list[ChunkHit]] | None
     context: list[list[ContextSpan]] | None
     timings: dict[str, float]
+    degraded: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def ids(self) -> list[list[str]]:

@@ -114,10 +114,7 @@ def fuse_strategies(
     for i, query in enumerate(texts):
         trace = QueryTrace(query)
         for result in results:
-            part = result.traces[i]
-            trace.steps.extend(part.steps)
-            trace.generated.update(part.generated)
-            trace.timings.update(part.timings)
+            trace.absorb(result.traces[i])
         lists = [SearchResult(r.ids[i : i + 1], r.scores[i : i + 1]) for r in results]
         rows.append(trace.timed("fused.fusion", fuse, lists, k, method=method, depth=depth))
         traces.append(trace)

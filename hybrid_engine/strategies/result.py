@@ -60,12 +60,19 @@ class QueryTrace:
     timings : dict of str to float
         Milliseconds by ``"<strategy>.generation"``, ``"<strategy>.retrieval"`` and
         ``"<strategy>.fusion"`` (those that ran).
+    left_out : dict of str to dict of str to str
+        ``{"degraded": {stage: reason}, "skipped": {stage: reason}}``: the stages any of its
+        searches left out (``HybridResult.degraded``, ``skipped`` and ``reasons``; the first
+        reason of each).
     """
 
     query: str
     steps: list[Step] = field(default_factory=list)
     generated: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    left_out: dict[str, dict[str, str]] = field(
+        default_factory=lambda: {"degraded": {}, "skipped": {}}
+    )
 
     def sources(self) -> dict[str, list[str]]:
         """Each retrieved document id -> the ``"strategy/label"`` of every step that found
@@ -93,7 +100,20 @@ class QueryTrace:
         key = f"{strategy}.retrieval"
         self.timings[key] = self.timings.get(key, 0.0) + ms
         self.steps.append(Step(strategy, label, query, tuple(hits.doc_ids[0]), ms))
+        for kind, stages in (("degraded", hits.degraded), ("skipped", hits.skipped)):
+            for stage in stages:
+                self.left_out[kind].setdefault(stage, hits.reasons.get(stage, ""))
         return hits
+
+    def absorb(self, other: QueryTrace) -> None:
+        """Add ``other``'s steps, generations, timings and left-out stages (another
+        strategy's trace of the same query)."""
+        self.steps.extend(other.steps)
+        self.generated.update(other.generated)
+        self.timings.update(other.timings)
+        for kind, stages in other.left_out.items():
+            for stage, reason in stages.items():
+                self.left_out[kind].setdefault(stage, reason)
 
     def timed(self, key: str, call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         """``call(*args, **kwargs)``, its milliseconds added to ``timings[key]``."""
@@ -117,6 +137,9 @@ class StrategyResult(HybridResult):
     timings : dict of str to float
         The traces' milliseconds summed over the batch (one query: its own), plus
         ``"generation"`` and ``"retrieval"`` (all strategies) and ``"total"``.
+    degraded, skipped, reasons
+        The stages any of the searches left out (``HybridResult``'s fields; each trace's
+        ``left_out`` says which query's).
     """
 
     traces: tuple[QueryTrace, ...] = ()
@@ -139,4 +162,18 @@ def assemble(
     for kind in ("generation", "retrieval"):
         timings[kind] = sum(ms for key, ms in timings.items() if key.endswith(f".{kind}"))
     timings["total"] = total_ms
-    return StrategyResult(ids, scores, timings, template.snapshot, tuple(traces))
+    left_out: dict[str, dict[str, str]] = {"degraded": {}, "skipped": {}}
+    for trace in traces:
+        for kind, stages in trace.left_out.items():
+            for stage, reason in stages.items():
+                left_out[kind].setdefault(stage, reason)
+    return StrategyResult(
+        ids,
+        scores,
+        timings,
+        template.snapshot,
+        tuple(traces),
+        degraded=list(left_out["degraded"]),
+        skipped=list(left_out["skipped"]),
+        reasons={**left_out["skipped"], **left_out["degraded"]},
+    )
