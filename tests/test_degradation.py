@@ -321,6 +321,44 @@ def test_sleeping_reranker_is_skipped_within_the_budget(bm25_only: HybridIndex) 
     same(result, bm25_only.search(QUERIES))
 
 
+def test_a_stage_unmeasured_for_long_is_probed_once() -> None:
+    now = [0.0]
+    costs = StageCosts(probe_after_s=30.0, clock=lambda: now[0])
+    assert not costs.claim_probe("rerank")  # never measured: nothing to probe
+    costs.observe("rerank", 900.0, 10)
+    now[0] = 29.0
+    assert not costs.claim_probe("rerank")
+    now[0] = 31.0
+    assert costs.claim_probe("rerank")
+    assert not costs.claim_probe("rerank")  # the claim restarts the wait: one probe
+    now[0] = 62.0
+    assert costs.claim_probe("rerank")
+
+
+def test_a_reranker_that_recovers_is_probed_and_used_again(bm25_only: HybridIndex) -> None:
+    scorer = Faulty(OverlapScorer())
+    engine = bm25_only.with_reranker(scorer)
+    now = [0.0]
+    engine._health.costs = StageCosts(probe_after_s=30.0, clock=lambda: now[0])  # a fake clock
+    reranked = quiet_search(engine, QUERIES, rerank=10)  # the warm-up run, not counted
+    scorer.sleep_s = SLEEP_S
+    budget = SLEEP_S * 1000 / 3
+    for _ in range(20):  # abandoned (timeout), busy while it sleeps, then measured: planned out
+        result = quiet_search(engine, QUERIES, rerank=10, budget_ms=budget)
+        assert result.skipped == ["rerank"]
+        if result.reasons["rerank"] == "budget":
+            break
+        time.sleep(SLEEP_S / 3)
+    assert result.reasons["rerank"] == "budget"
+    scorer.sleep_s = 0.0  # the model recovers
+    assert quiet_search(engine, QUERIES, rerank=10, budget_ms=budget).skipped == ["rerank"]
+    now[0] = 31.0  # long unmeasured: the next budgeted search probes it, and it fits again
+    for _ in range(3):
+        result = quiet_search(engine, QUERIES, rerank=10, budget_ms=budget)
+        assert result.skipped == [] and "rerank" in result.timings
+        same(result, reranked)
+
+
 def test_an_exhausted_budget_keeps_bm25_only(hybrid: HybridIndex, bm25_only: HybridIndex) -> None:
     engine = hybrid.with_reranker(OverlapScorer())
     result = quiet_search(engine, QUERIES, rerank=10, budget_ms=1e-6)

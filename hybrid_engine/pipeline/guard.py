@@ -53,14 +53,18 @@ class StageRunner:
     def plan(self, fixed: Mapping[str, int], optional: Mapping[str, int]) -> None:
         """Choose the optional stages to skip from the running estimates: ``fixed`` and
         ``optional`` give the units of work of the stages that always run and of those that
-        may be skipped (``budget.plan_skips``). Nothing is skipped without budget."""
+        may be skipped (``budget.plan_skips``), but a stage unmeasured for
+        ``costs.PROBE_AFTER_S`` runs (``StageCosts.claim_probe``). Nothing is skipped without
+        budget."""
         budget = self._deadline.budget_ms
         if budget is None:
             return
         costs = self._health.costs
         fixed_ms = sum(costs.estimate(stage, units) or 0.0 for stage, units in fixed.items())
         estimates = {stage: costs.estimate(stage, units) for stage, units in optional.items()}
-        self._planned = set(plan_skips(budget, fixed_ms, estimates))
+        skips = plan_skips(budget, fixed_ms, estimates)
+        # A stage planned out for long runs once under its deadline: is it fast again?
+        self._planned = {stage for stage in skips if not costs.claim_probe(stage)}
 
     def run(
         self, stage: str, call: Callable[[], _T], units: int, *, optional: bool, degradable: bool
