@@ -18,6 +18,7 @@ from hybrid_engine.strategies.result import (
     QueryTrace,
     StrategyResult,
     assemble,
+    run_per_query,
 )
 from hybrid_engine.strategies.schema import MetadataSchema
 from hybrid_engine.strategies.self_query import self_query
@@ -33,17 +34,11 @@ Runner = Callable[[list[str], int], StrategyResult]
 def plain_search(engine: HybridIndex, queries: Sequence[str], depth: int) -> StrategyResult:
     """The ``"hybrid"`` strategy: ``engine.search`` of each query alone (as every strategy
     searches), top ``depth``, traced and timed like the others."""
-    start = time.perf_counter()
-    engine = engine.pinned()  # the rows and the template on one commit
-    traces = []
-    rows = []
-    for query in queries:
-        trace = QueryTrace(query)
-        hits = trace.search("hybrid", "query", query, engine.search, [query], depth, depth=depth)
-        rows.append(hits)
-        traces.append(trace)
-    template = rows[-1] if rows else engine.search([], depth)
-    return assemble(rows, traces, template, (time.perf_counter() - start) * 1000)
+
+    def search_one(engine: HybridIndex, query: str, trace: QueryTrace) -> SearchResult:
+        return trace.search("hybrid", "query", query, engine.search, [query], depth, depth=depth)
+
+    return run_per_query(engine, queries, search_one, depth)
 
 
 def fuse_strategies(

@@ -3,7 +3,6 @@ the engine, and their rankings are fused."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from hybrid_engine.checks import check_int, check_queries
@@ -16,7 +15,7 @@ from hybrid_engine.strategies.result import (
     Generate,
     QueryTrace,
     StrategyResult,
-    assemble,
+    run_per_query,
 )
 
 
@@ -69,15 +68,10 @@ def decompose(
         ``generated["decompose"]``: ``{"raw": str, "subqueries": [...]}`` (the query first);
         steps ``"subquery-0"`` (the query), ``"subquery-1"``, ...
     """
-    start = time.perf_counter()
     texts = check_queries(queries)
     max_subqueries = check_int("max_subqueries", max_subqueries, 0)
-    rows: list[SearchResult] = []
-    traces = []
-    engine = engine.pinned()  # every step on one commit: their positions combine
-    template = engine.search([], k)
-    for query in texts:
-        trace = QueryTrace(query)
+
+    def search_one(engine: HybridIndex, query: str, trace: QueryTrace) -> SearchResult:
         raw = ""
         if query.strip() and max_subqueries:
             prompt = prompts.decompose.format(question=query)
@@ -97,7 +91,6 @@ def decompose(
                 depth=depth,
             )
             lists.append(hits)
-            template = hits
-        rows.append(trace.timed("decompose.fusion", fuse, lists, k, method=method, depth=depth))
-        traces.append(trace)
-    return assemble(rows, traces, template, (time.perf_counter() - start) * 1000)
+        return trace.timed("decompose.fusion", fuse, lists, k, method=method, depth=depth)
+
+    return run_per_query(engine, texts, search_one, k)

@@ -3,7 +3,6 @@ the query and of passages a generator wrote for it; BM25 and SPLADE search the q
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,7 +18,7 @@ from hybrid_engine.strategies.result import (
     Generate,
     QueryTrace,
     StrategyResult,
-    assemble,
+    run_per_query,
 )
 
 
@@ -85,25 +84,18 @@ def hyde(
     StrategyResult
         ``generated["hyde"]``: ``{"raw": [...], "passages": [...]}``; one step, ``"query"``.
     """
-    start = time.perf_counter()
     texts = check_queries(queries)
     num_passages = check_int("num_passages", num_passages, 1)
-    rows: list[SearchResult] = []
-    traces = []
-    engine = engine.pinned()  # every step on one commit: their positions combine
-    template = engine.search([], k)
-    for query in texts:
-        trace = QueryTrace(query)
+
+    def search_one(engine: HybridIndex, query: str, trace: QueryTrace) -> SearchResult:
         raw: list[str] = []
         if query.strip():
             prompt = prompts.hyde.format(question=query)
             raw = [trace.timed("hyde.generation", generate, prompt) for _ in range(num_passages)]
         passages = [p for p in map(passage, raw) if p]
         trace.generated["hyde"] = {"raw": raw, "passages": passages}
-        hits = trace.search(
+        return trace.search(
             "hyde", "query", query, _search, engine, query, passages, k, fusion, depth
         )
-        rows.append(hits)
-        traces.append(trace)
-        template = hits
-    return assemble(rows, traces, template, (time.perf_counter() - start) * 1000)
+
+    return run_per_query(engine, texts, search_one, k)

@@ -3,7 +3,6 @@ until it says the evidence is enough or the hops run out; the hops' rankings are
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from hybrid_engine.checks import check_int, check_queries
@@ -17,7 +16,7 @@ from hybrid_engine.strategies.result import (
     Generate,
     QueryTrace,
     StrategyResult,
-    assemble,
+    run_per_query,
 )
 
 STOP = "ENOUGH"
@@ -84,15 +83,10 @@ def multi_hop(
         bool}`` (``stopped``: the generator said ``stop`` before the hops ran out); steps
         ``"hop-0"``, ``"hop-1"``, ...
     """
-    start = time.perf_counter()
     texts = check_queries(queries)
     max_hops = check_int("max_hops", max_hops, 1)
-    rows: list[SearchResult] = []
-    traces = []
-    engine = engine.pinned()  # every step on one commit: their positions combine
-    template = engine.search([], k)
-    for query in texts:
-        trace = QueryTrace(query)
+
+    def search_one(engine: HybridIndex, query: str, trace: QueryTrace) -> SearchResult:
         record: dict[str, object] = {"raw": [], "follow_ups": [], "stopped": False}
         trace.generated["multi-hop"] = record
         asked = [query]
@@ -104,7 +98,6 @@ def multi_hop(
                 "multi-hop", label, text, engine.search, [text], depth, fusion=fusion, depth=depth
             )
             lists.append(hits)
-            template = hits
             if len(lists) == max_hops or not query.strip():
                 break
             prompt = prompts.multi_hop.format(
@@ -120,6 +113,6 @@ def multi_hop(
                 break
             record["follow_ups"].append(follow)  # type: ignore[attr-defined]
             asked.append(follow)
-        rows.append(trace.timed("multi-hop.fusion", fuse, lists, k, method=method, depth=depth))
-        traces.append(trace)
-    return assemble(rows, traces, template, (time.perf_counter() - start) * 1000)
+        return trace.timed("multi-hop.fusion", fuse, lists, k, method=method, depth=depth)
+
+    return run_per_query(engine, texts, search_one, k)

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.stages import HybridResult
 from hybrid_engine.results import SearchResult
 
@@ -143,6 +144,28 @@ class StrategyResult(HybridResult):
     """
 
     traces: tuple[QueryTrace, ...] = ()
+
+
+SearchOne = Callable[[HybridIndex, str, QueryTrace], SearchResult]
+"""``(engine, query, trace) -> row``: a strategy's work for one query, its ``(1, k)`` row,
+each engine search recorded in ``trace`` (``QueryTrace.search``)."""
+
+
+def run_per_query(
+    engine: HybridIndex, queries: Sequence[str], search_one: SearchOne, k: int
+) -> StrategyResult:
+    """``search_one`` of each of the checked ``queries`` on one commit (``engine.pinned()``:
+    a commit or merge meanwhile cannot mix the positions of its steps), assembled with the
+    traces (``assemble``), rows of ``k`` hits."""
+    start = time.perf_counter()
+    engine = engine.pinned()
+    rows, traces = [], []
+    for query in queries:
+        trace = QueryTrace(query)
+        rows.append(search_one(engine, query, trace))
+        traces.append(trace)
+    template = engine.search([], k)  # the pinned commit's documents
+    return assemble(rows, traces, template, (time.perf_counter() - start) * 1000)
 
 
 def assemble(

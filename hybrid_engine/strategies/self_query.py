@@ -3,7 +3,6 @@ against the engine's filter dialect and a declared schema, and applied only when
 
 from __future__ import annotations
 
-import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,13 +12,14 @@ from hybrid_engine.checks import check_queries
 from hybrid_engine.metadata import Filter
 from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
+from hybrid_engine.results import SearchResult
 from hybrid_engine.strategies.parsing import json_object
 from hybrid_engine.strategies.prompts import PROMPTS, Prompts
 from hybrid_engine.strategies.result import (
     Generate,
     QueryTrace,
     StrategyResult,
-    assemble,
+    run_per_query,
 )
 from hybrid_engine.strategies.schema import MetadataSchema
 
@@ -132,14 +132,10 @@ def self_query(
         ``generated["self-query"]``: the ``ProposedFilter`` (None for a blank query); one
         step, ``"filtered"`` or ``"unfiltered"``.
     """
-    start = time.perf_counter()
     texts = check_queries(queries)
     example_question, example_filter = schema.example()
-    rows, traces = [], []
-    engine = engine.pinned()  # every step on one commit: their positions combine
-    template = engine.search([], k)
-    for query in texts:
-        trace = QueryTrace(query)
+
+    def search_one(engine: HybridIndex, query: str, trace: QueryTrace) -> SearchResult:
         proposal = None
         if query.strip():
             prompt = prompts.self_query.format(
@@ -159,7 +155,7 @@ def self_query(
         trace.generated["self-query"] = proposal
         where = proposal.spec if proposal is not None and proposal.valid and proposal.spec else None
         label = "filtered" if where else "unfiltered"
-        hits = trace.search(
+        return trace.search(
             "self-query",
             label,
             query,
@@ -170,7 +166,5 @@ def self_query(
             depth=depth,
             filter=where,
         )
-        rows.append(hits)
-        traces.append(trace)
-        template = hits
-    return assemble(rows, traces, template, (time.perf_counter() - start) * 1000)
+
+    return run_per_query(engine, texts, search_one, k)
