@@ -260,8 +260,12 @@ def _independent_ndcg(dataset_dir: Path, model, validation_ids: list[str]) -> fl
 
 @pytest.mark.slow
 def test_train_prepare_gate_and_refuse_a_bad_training(
-    shared_data: Path, model_path: Path, tmp_path: Path
+    shared_data: Path, model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # An embedding cache of this test's own: the int8 graph's vectors depend a little on the
+    # batch a text was encoded in (dynamic quantization), so base vectors cached by another
+    # test's batches would not be the ones the reference below recomputes.
+    monkeypatch.setenv("HYBRID_ENGINE_CACHE", str(tmp_path / "embedding-cache"))
     from hybrid_engine.models import Encoder, RefusedModelWarning
     from hybrid_engine.training.data import positives, split_queries
     from hybrid_engine.training.encoder_loop import EncoderSettings
