@@ -41,8 +41,17 @@ FULL_CHECKS_EVERY = 10
 
 def _since_parent(journal: Path) -> list[dict]:
     """The journal from the parent's last record (what is on disk before the last child ran)
-    on: that record, then the last child's."""
-    records = [json.loads(line) for line in journal.read_text(encoding="utf-8").splitlines()]
+    on: that record, then the last child's.
+
+    A record the kill cut short (no newline yet) is cut off the file: it was never complete,
+    so what it announced had not happened (a "pending" record is written before its commit
+    starts) or is announced by the record before it (a "done" record is written after its
+    commit, whose "pending" record says what that commit holds)."""
+    text = journal.read_bytes()
+    if not text.endswith(b"\n"):
+        text = text[: text.rfind(b"\n") + 1]
+        journal.write_bytes(text)  # the parent's next record starts on a line of its own
+    records = [json.loads(line) for line in text.decode("utf-8").splitlines()]
     last = max(i for i, r in enumerate(records) if r.get("by") == "parent")
     return records[last:]
 
