@@ -24,7 +24,6 @@ the refusal under ``training["validation"]``, and every ``Encoder.load`` of it w
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import random
 import time
@@ -34,7 +33,6 @@ from typing import Any
 
 import numpy as np
 
-from hybrid_engine._version import __version__
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.errors import HybridEngineError
@@ -65,7 +63,7 @@ from hybrid_engine.training.encoder_loop import (
 from hybrid_engine.training.examples import TrainingSet, gather_training_set
 from hybrid_engine.training.model import BASE_PACKAGE, base_model_path
 from hybrid_engine.training.negatives import negative_passage
-from hybrid_engine.training.record import write_record
+from hybrid_engine.training.record import data_record, versions, write_record
 
 
 class EncoderRefusedError(HybridEngineError):
@@ -327,20 +325,11 @@ def _record(
     extra_settings: dict[str, Any],
 ) -> dict[str, Any]:
     """The training record before its times and verdict."""
-    kinds = [p.kind for p in examples.pairs]
-    names = ("torch", "transformers", "sentence-transformers", BASE_PACKAGE)
     return {
         "kind": "bi-encoder",
         "base_model": {"package": BASE_PACKAGE, "path": str(source) if source else None},
         "data": {
-            "dataset": examples.dataset.name,
-            "dataset_dir": str(Path(dataset_dir).resolve()),
-            "split": examples.dataset.split,
-            "supervision": list(supervision),
-            "training_queries": len(examples.train_ids),
-            "validation_queries": len(examples.validation_ids),
-            "pairs": {kind: kinds.count(kind) for kind in sorted(set(kinds))},
-            "documents": len(examples.documents),
+            **data_record(dataset_dir, supervision, examples),
             "negative_pool": (
                 f"hybrid top {RERANK_DEPTH} minus judged positives and their near-duplicates "
                 f"(dense cosine > {threshold} or equal normalised text)"
@@ -366,8 +355,7 @@ def _record(
             "first_10": float(np.mean(losses[:10])),
             "last_10": float(np.mean(losses[-10:])),
         },
-        "versions": {"hybrid_engine": __version__}
-        | {n: importlib.metadata.version(n) for n in names},
+        "versions": versions(("torch", "transformers", "sentence-transformers", BASE_PACKAGE)),
     }
 
 

@@ -25,17 +25,16 @@ TRAINING_RECORD = "training.json"
 """The record written beside the model (copied into the prepared model's manifest)."""
 
 
-def _versions() -> dict[str, str]:
-    names = ("torch", "transformers", BASE_PACKAGE)
-    return {"hybrid_engine": __version__} | {n: importlib.metadata.version(n) for n in names}
+def versions(packages: Sequence[str] = ("torch", "transformers", BASE_PACKAGE)) -> dict[str, str]:
+    """The installed versions of hybrid_engine and ``packages`` (a record's ``"versions"``)."""
+    return {"hybrid_engine": __version__} | {n: importlib.metadata.version(n) for n in packages}
 
 
-def _data(
-    dataset_dir: str | os.PathLike[str],
-    supervision: Sequence[str],
-    examples: TrainingSet,
-    settings: LoopSettings,
+def data_record(
+    dataset_dir: str | os.PathLike[str], supervision: Sequence[str], examples: TrainingSet
 ) -> dict[str, Any]:
+    """What a model was trained on (a record's ``"data"``, before the negatives' fields):
+    the dataset, split, supervision, query and pair counts, documents."""
     kinds = [p.kind for p in examples.pairs]
     return {
         "dataset": examples.dataset.name,
@@ -45,9 +44,6 @@ def _data(
         "training_queries": len(examples.train_ids),
         "validation_queries": len(examples.validation_ids),
         "pairs": {kind: kinds.count(kind) for kind in sorted(set(kinds))},
-        "negatives": settings.negatives,
-        "negative_mode": settings.negative_mode,
-        "negative_pool": f"hybrid top {RERANK_DEPTH} minus judged positives",
         "documents": len(examples.documents),
     }
 
@@ -85,7 +81,12 @@ def training_record(
     """
     return {
         "base_model": {"package": BASE_PACKAGE, "path": str(source) if source else None},
-        "data": _data(dataset_dir, supervision, examples, settings),
+        "data": {
+            **data_record(dataset_dir, supervision, examples),
+            "negatives": settings.negatives,
+            "negative_mode": settings.negative_mode,
+            "negative_pool": f"hybrid top {RERANK_DEPTH} minus judged positives",
+        },
         "settings": {
             "loss": "listwise softmax cross-entropy, 1 positive + negatives",
             "max_length": settings.max_length,
@@ -103,7 +104,7 @@ def training_record(
             "first_50": float(np.mean(losses[:50])),
             "last_50": float(np.mean(losses[-50:])),
         },
-        "versions": _versions(),
+        "versions": versions(),
         "wall_s": {phase: round(seconds, 1) for phase, seconds in wall_s.items()},
     }
 
