@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hybrid_engine.training import TRAINING_RECORD, train_reranker
-from hybrid_engine.training.loop import listwise_loss
+from hybrid_engine.training.loop import distillation_loss, listwise_loss
 
 
 def test_listwise_loss_decreases_on_a_fixed_batch(tiny_bert_source: Path) -> None:
@@ -37,6 +37,77 @@ def test_listwise_loss_decreases_on_a_fixed_batch(tiny_bert_source: Path) -> Non
         losses.append(loss.item())
     assert losses[0] == pytest.approx(float(torch.log(torch.tensor(3.0))), abs=0.2)
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_distillation_loss_is_the_kl_divergence_of_the_group_softmaxes() -> None:
+    import numpy as np
+    import torch
+
+    rng = np.random.default_rng(3)
+    student = rng.normal(size=(4, 5))
+    teacher = rng.normal(size=(4, 5)) * 3
+    p = np.exp(teacher) / np.exp(teacher).sum(axis=1, keepdims=True)
+    q = np.exp(student) / np.exp(student).sum(axis=1, keepdims=True)
+    expected = float(np.mean(np.sum(p * np.log(p / q), axis=1)))  # KL(teacher || student)
+    got = distillation_loss(torch.tensor(student), torch.tensor(teacher)).item()
+    assert got == pytest.approx(expected, rel=1e-9)
+    assert distillation_loss(torch.tensor(teacher), torch.tensor(teacher)).item() == (
+        pytest.approx(0.0, abs=1e-12)
+    )
+    # A shift of a row changes no softmax, so no loss.
+    shifted = torch.tensor(teacher + 7.0)
+    assert distillation_loss(shifted, torch.tensor(teacher)).item() == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_distilled_student_learns_its_teachers_order(tiny_cross_encoder_source: Path) -> None:
+    import torch
+
+    from hybrid_engine.training.model import load_base, load_teacher
+
+    teacher = load_teacher(tiny_cross_encoder_source)
+    assert not any(p.requires_grad for p in teacher.parameters())
+    # The student is the teacher's first layer (of two) with its head: how a shallower
+    # reranker starts (train-reranker --source TEACHER --layers 1 --teacher TEACHER).
+    student, tokenizer = load_base(tiny_cross_encoder_source, max_length=32, layers=1)
+    queries = ["vitamin d and bones"] * 4 + ["aspirin and the heart"] * 4
+    passages = ["vitamin d", "stock market", "jazz", "bread"] * 2
+    batch = tokenizer(queries, passages, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        taught = teacher(**batch).logits.view(2, 4)
+    optimizer = torch.optim.AdamW(student.parameters(), lr=2e-3)
+    student.eval()  # no dropout: a deterministic run
+    losses = []
+    for _ in range(60):
+        loss = distillation_loss(student(**batch).logits.view(2, 4), taught)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    assert losses[-1] < 0.05 * losses[0]
+    with torch.no_grad():
+        learned = student(**batch).logits.view(2, 4)
+    # The oracle is the teacher's own ranking: its top two per group (where its probability
+    # mass is) come back in its order.
+    top = taught.argsort(dim=1, descending=True)[:, :2]
+    assert torch.equal(learned.argsort(dim=1, descending=True)[:, :2], top)
+
+
+def test_load_teacher_refuses_a_model_of_several_labels(tmp_path: Path) -> None:
+    import transformers
+
+    config = transformers.BertConfig(
+        vocab_size=64,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        num_labels=3,
+    )
+    transformers.BertForSequenceClassification(config).save_pretrained(tmp_path / "three")
+    from hybrid_engine.training.model import load_teacher
+
+    with pytest.raises(ValueError, match="has 3 labels"):
+        load_teacher(tmp_path / "three")
 
 
 def test_load_base_keeps_the_first_layers(tiny_bert_source: Path) -> None:

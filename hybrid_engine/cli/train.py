@@ -42,6 +42,18 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help="keep the base model's first N transformer layers (faster reranking; default all)",
     )
+    p.add_argument(
+        "--source",
+        default=None,
+        help="Hugging Face folder to start from (default: all-MiniLM-L6-v2; a trained "
+        "cross-encoder keeps its head)",
+    )
+    p.add_argument(
+        "--teacher",
+        default=None,
+        help="trained cross-encoder folder whose group scores the model also learns "
+        "(distillation into a shallower --layers student)",
+    )
     p.add_argument("--epochs", type=float, default=1.5)
     p.add_argument("--batch-size", type=int, default=8, help="groups per step")
     p.add_argument("--lr-body", type=float, default=5e-5)
@@ -75,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         lr_head=args.lr_head,
         seed=args.seed,
         num_threads=args.threads,
+        source=args.source,
+        teacher=args.teacher,
         prepare=not args.no_prepare,
         prepared_output=args.prepared,
         int8=not args.no_int8,

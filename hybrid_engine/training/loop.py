@@ -2,7 +2,9 @@
 
 Each step takes ``batch_size`` groups (``negatives.listwise_groups``) and minimises the softmax
 cross-entropy of the positive; the head learns at ``lr_head``, the body at ``lr_body``, both
-with linear warm-up and decay (AdamW, gradients clipped at norm 1).
+with linear warm-up and decay (AdamW, gradients clipped at norm 1). With a teacher (a stronger
+cross-encoder, for a shallower student) the loss adds the KL divergence of the student's
+distribution over each group from the teacher's (listwise distillation).
 """
 
 from __future__ import annotations
@@ -74,6 +76,19 @@ def listwise_loss(logits: Any) -> Any:
     return torch.nn.functional.cross_entropy(logits, target)
 
 
+def distillation_loss(logits: Any, teacher_logits: Any) -> Any:
+    """KL divergence of the softmax over each row of ``logits`` from the teacher's softmax over
+    the same row (mean over rows)."""
+    torch = require_training("torch")
+    functional = torch.nn.functional
+    return functional.kl_div(
+        functional.log_softmax(logits, dim=1),
+        functional.log_softmax(teacher_logits, dim=1),
+        reduction="batchmean",
+        log_target=True,
+    )
+
+
 def schedule(step: int, total: int, warmup: int) -> float:
     """Linear warm-up over ``warmup`` steps, then linear decay to 0 at ``total``."""
     if step < warmup:
@@ -104,12 +119,14 @@ def fit(
     examples: TrainingSet,
     settings: LoopSettings,
     *,
+    teacher: Any = None,
     show_progress: bool = False,
 ) -> list[float]:
     """Train ``model`` in place on ``examples``' pairs; the loss of every step.
 
     The pairs are visited in a fresh seeded order every epoch; the last epoch stops at
-    ``settings.total_steps``.
+    ``settings.total_steps``. ``teacher`` (a PyTorch cross-encoder with ``model``'s tokenizer,
+    or None) scores every group too, and the loss adds ``distillation_loss``.
     """
     torch = require_training("torch")
     pairs = examples.pairs
@@ -137,6 +154,10 @@ def fit(
                 batch = tokenize_pairs(tokenizer, queries, texts, settings.max_length)
                 logits = model(**batch).logits.view(len(chunk), 1 + settings.negatives)
                 loss = listwise_loss(logits)
+                if teacher is not None:
+                    with torch.no_grad():
+                        taught = teacher(**batch).logits.view(logits.shape)
+                    loss = loss + distillation_loss(logits, taught)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()

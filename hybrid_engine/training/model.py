@@ -30,8 +30,9 @@ def base_model_path() -> Path:
 
 
 def load_base(source: Path, max_length: int, layers: int | None = None) -> tuple[Any, Any]:
-    """(model, tokenizer): a 1-logit sequence classifier over ``source``'s BERT body (new head)
-    and its tokenizer reset to no padding and truncation at ``max_length``.
+    """(model, tokenizer): a 1-logit sequence classifier over ``source``'s BERT body (the head
+    of ``source`` when it is a cross-encoder, else a new one) and its tokenizer reset to no
+    padding and truncation at ``max_length``.
 
     ``layers`` keeps only the body's first that many transformer layers (a shallower, faster
     student; None keeps them all); ValueError when the body has fewer.
@@ -48,6 +49,21 @@ def load_base(source: Path, max_length: int, layers: int | None = None) -> tuple
     tokenizer.backend_tokenizer.no_truncation()
     tokenizer.model_max_length = max_length
     return model, tokenizer
+
+
+def load_teacher(source: Path) -> Any:
+    """The trained cross-encoder in ``source`` (a Hugging Face folder with a 1-logit head), in
+    eval mode with its gradients off: the teacher of a distilled student."""
+    transformers = require_training("transformers")
+    teacher = transformers.AutoModelForSequenceClassification.from_pretrained(str(source))
+    if teacher.config.num_labels != 1:
+        raise ValueError(
+            f"teacher {source} has {teacher.config.num_labels} labels; a cross-encoder trained by "
+            "train-reranker (1 logit) is needed"
+        )
+    teacher.eval()
+    teacher.requires_grad_(False)
+    return teacher
 
 
 def _keep_first_layers(model: Any, layers: int) -> None:

