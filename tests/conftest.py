@@ -202,11 +202,11 @@ def tiny_bi_encoder_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.fixture
-def broken_int8(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Preparations in the test quantize as usual, then overwrite every 8-bit tensor of the
-    graph (weights, embeddings, zero points) with seeded random values: an int8 graph that
-    runs but disagrees with its fp32 graph."""
+def _corrupt_quantization(monkeypatch: pytest.MonkeyPatch, *, seven_bit_too: bool) -> None:
+    """Make preparations quantize as usual, then overwrite every 8-bit tensor of the graph
+    (weights, embeddings, zero points) with seeded random values: an int8 graph that runs but
+    disagrees with its fp32 graph. With ``seven_bit_too`` off, the 7-bit fallback
+    (``reduce_range``) is left as quantized."""
     import numpy as np
     import onnx
     from onnx import numpy_helper
@@ -215,8 +215,10 @@ def broken_int8(monkeypatch: pytest.MonkeyPatch) -> None:
 
     quantize = common._quantize
 
-    def corrupted(fp32: Path, work: Path) -> Path:
-        path = quantize(fp32, work)
+    def corrupted(fp32: Path, work: Path, reduce_range: bool = False) -> Path:
+        path = quantize(fp32, work, reduce_range=reduce_range)
+        if reduce_range and not seven_bit_too:
+            return path
         model = onnx.load(str(path))
         rng = np.random.default_rng(0)
         for tensor in model.graph.initializer:
@@ -229,6 +231,19 @@ def broken_int8(monkeypatch: pytest.MonkeyPatch) -> None:
         return path
 
     monkeypatch.setattr(common, "_quantize", corrupted)
+
+
+@pytest.fixture
+def broken_int8(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every int8 graph the test's preparations make (8-bit and the 7-bit fallback) disagrees
+    with its fp32 graph."""
+    _corrupt_quantization(monkeypatch, seven_bit_too=True)
+
+
+@pytest.fixture
+def broken_8bit_int8(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 8-bit int8 graph disagrees with its fp32 graph; the 7-bit fallback is sound."""
+    _corrupt_quantization(monkeypatch, seven_bit_too=False)
 
 
 @pytest.fixture(scope="session")

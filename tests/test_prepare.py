@@ -8,6 +8,7 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hybrid_engine.cli import main
@@ -115,6 +116,27 @@ def test_an_agreeing_int8_bi_encoder_is_kept(tiny_weights_package, tmp_path: Pat
     assert check["kept"] and check["int8_min_cosine"] >= prepare.MIN_INT8_COSINE
     assert check["limits"] == [f"int8_min_cosine >= {prepare.MIN_INT8_COSINE}"]
     assert Encoder.load(folder, variant="int8").encode(["a text"]).shape == (1, 32)
+
+
+def test_a_disagreeing_8bit_graph_falls_back_to_7bit_weights(
+    tiny_weights_package, broken_8bit_int8, tmp_path: Path
+) -> None:
+    from hybrid_engine.models.bi_encoder import Encoder
+    from hybrid_engine.models.export.common import INT8_7BIT_QUANTIZATION
+
+    folder = prepare.prepare_model(tmp_path / "model")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert set(manifest["variants"]) == {"fp32", "int8"}
+    assert manifest["variants"]["int8"]["quantization"] == INT8_7BIT_QUANTIZATION
+    refused = manifest["export"]["int8_8bit_vs_fp32"]
+    assert not refused["kept"] and refused["int8_min_cosine"] < prepare.MIN_INT8_COSINE
+    kept = manifest["export"]["int8_vs_fp32"]
+    assert kept["kept"] and kept["int8_min_cosine"] >= prepare.MIN_INT8_COSINE
+    # The oracle: the kept int8 file's own embeddings agree with the fp32 variant's.
+    texts = ["a text", "vitamin d and bones", "the quick brown fox jumps over the lazy dog"]
+    int8 = Encoder.load(folder, variant="int8").encode(texts)
+    fp32 = Encoder.load(folder, variant="fp32").encode(texts)
+    assert (np.sum(int8 * fp32, axis=1) >= prepare.MIN_INT8_COSINE).all()
 
 
 def test_a_broken_int8_bi_encoder_is_dropped(tiny_weights_package, broken_int8, tmp_path) -> None:

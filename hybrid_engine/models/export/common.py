@@ -45,6 +45,10 @@ INT8_QUANTIZATION = {
     "weight_type": "QInt8",
     "per_channel": True,
 }
+INT8_7BIT_QUANTIZATION = {**INT8_QUANTIZATION, "reduce_range": True}
+"""The fallback when the 8-bit graph disagrees with fp32: weights in 7 bits. On CPUs without
+VNNI (AVX2 only) ONNX Runtime's u8 x s8 kernels add pairs of products in int16, which 8-bit
+weights can saturate; 7-bit weights cannot (2 x 255 x 63 < 2**15)."""
 CHECK_TEXTS = (
     "Vitamin D deficiency raises the risk of multiple sclerosis.",
     "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
@@ -261,9 +265,8 @@ def prepare_checked(
             )
         metadata["export"].update(figures)
         components = dict(exported.components)
-        if int8 and not _int8_agrees(recipe, staged, fp32, metadata, log):
-            del variants["int8"]
-            del components[VARIANT_FILES["int8"]]
+        if int8:
+            staged = _settle_int8(recipe, work, staged, fp32, metadata, components, log)
         if recipe.finish is not None:
             recipe.finish(staged, metadata)
         write_index_dir(target, FORMAT, FORMAT_VERSION, metadata, {}, components)
@@ -271,29 +274,64 @@ def prepare_checked(
     return target
 
 
-def _int8_agrees(
+def _settle_int8(
+    recipe: Recipe,
+    work: Path,
+    staged: Path,
+    fp32: np.ndarray,
+    metadata: dict[str, Any],
+    components: dict[str, Callable[[Path], None]],
+    log: Callable[[str], None],
+) -> Path:
+    """Keep the staged 8-bit graph if it agrees with fp32; else stage and check one with 7-bit
+    weights (``INT8_7BIT_QUANTIZATION``); else drop the int8 variant (``metadata`` and
+    ``components`` are edited to match) and warn. Returns the staged folder that holds what
+    is kept."""
+    if not _int8_broken(recipe, staged, fp32, metadata, log):
+        return staged
+    metadata["export"]["int8_8bit_vs_fp32"] = metadata["export"].pop("int8_vs_fp32")
+    log("quantizing again with 7-bit weights (reduce_range)")
+    (work / "7bit").mkdir()
+    graph = staged / VARIANT_FILES["fp32"]
+    components[VARIANT_FILES["int8"]] = _copier(_quantize(graph, work / "7bit", reduce_range=True))
+    metadata["variants"]["int8"]["quantization"] = INT8_7BIT_QUANTIZATION
+    staged = work / "staged-7bit"
+    write_index_dir(staged, FORMAT, FORMAT_VERSION, metadata, {}, components)
+    broken = _int8_broken(recipe, staged, fp32, metadata, log)
+    if not broken:
+        return staged
+    figures = {
+        key: value
+        for key, value in metadata["export"]["int8_vs_fp32"].items()
+        if key not in ("limits", "kept")
+    }
+    message = (
+        f"the int8 variant disagrees with the fp32 graph ({format_figures(figures)}; needs "
+        f"{', '.join(broken)}), with 8-bit and with 7-bit weights: "
+        f"{recipe.metadata['name']} is prepared without it; use the fp32 variant"
+    )
+    log(message)
+    warnings.warn(message, Int8DroppedWarning, stacklevel=5)  # the caller of prepare_*
+    del metadata["variants"]["int8"]
+    del components[VARIANT_FILES["int8"]]
+    return staged
+
+
+def _int8_broken(
     recipe: Recipe,
     staged: Path,
     fp32: np.ndarray,
     metadata: dict[str, Any],
     log: Callable[[str], None],
-) -> bool:
-    """Compare the staged int8 graph with the fp32 one; record the figures in ``metadata``
-    and warn when they break a limit."""
+) -> list[str]:
+    """The limits the staged int8 graph breaks against the fp32 one (none: it agrees); the
+    figures, the limits and the verdict go to ``metadata["export"]["int8_vs_fp32"]``."""
     figures = recipe.int8_figures(recipe.outputs(staged, "int8"), fp32)
     broken = broken_limits(figures, recipe.int8_limits)
     limits = [str(limit) for limit in recipe.int8_limits]
     metadata["export"]["int8_vs_fp32"] = {**figures, "limits": limits, "kept": not broken}
     log(f"int8 vs fp32 ONNX: {format_figures(figures)} (needs {', '.join(limits)})")
-    if broken:
-        message = (
-            f"the int8 variant disagrees with the fp32 graph ({format_figures(figures)}; needs "
-            f"{', '.join(broken)}): {recipe.metadata['name']} is prepared without it; use "
-            "the fp32 variant"
-        )
-        log(message)
-        warnings.warn(message, Int8DroppedWarning, stacklevel=4)  # the caller of prepare_*
-    return not broken
+    return broken
 
 
 def _export_fused(
@@ -330,7 +368,7 @@ def _export_fused(
     return path, fused
 
 
-def _quantize(fp32: Path, work: Path) -> Path:
+def _quantize(fp32: Path, work: Path, reduce_range: bool = False) -> Path:
     quantization = require("onnxruntime.quantization")
     onnx = require("onnx")
     path = work / VARIANT_FILES["int8"]
@@ -339,6 +377,7 @@ def _quantize(fp32: Path, work: Path) -> Path:
         str(path),
         weight_type=quantization.QuantType.QInt8,
         per_channel=True,
+        reduce_range=reduce_range,
         # Fused (com.microsoft) nodes defeat shape inference; their outputs are float.
         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
     )
