@@ -69,7 +69,13 @@ def _prepare(args: argparse.Namespace) -> int:
     from hybrid_engine.models.export.splade import prepare_splade
 
     log = (lambda message: None) if args.quiet else print
-    prepare_model(args.output, int8=not args.no_int8, force=args.force, log=log)
+    prepare_model(
+        args.output,
+        int8=not args.no_int8,
+        force=args.force,
+        log=log,
+        allow_pickle_weights=args.allow_pickle_weights,
+    )
     prepare_splade(args.splade_output, int8=not args.no_int8, force=args.force, log=log)
     return 0
 
@@ -80,7 +86,12 @@ def _prepare_reranker(args: argparse.Namespace) -> int:
 
     log = (lambda message: None) if args.quiet else print
     prepare_cross_encoder(
-        args.source, name=args.name, int8=not args.no_int8, force=args.force, log=log
+        args.source,
+        name=args.name,
+        int8=not args.no_int8,
+        force=args.force,
+        log=log,
+        allow_pickle_weights=args.allow_pickle_weights,
     )
     return 0
 
@@ -104,7 +115,14 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _add_preparation_flags(parser: argparse.ArgumentParser) -> None:
-    """``--no-int8``, ``--force`` and ``--quiet`` of every preparing command."""
+    """``--no-int8``, ``--force``, ``--quiet`` and ``--allow-pickle-weights`` of every
+    preparing command."""
     parser.add_argument("--no-int8", action="store_true", help="skip the int8 variant")
+    parser.add_argument(
+        "--allow-pickle-weights",
+        action="store_true",
+        help="read a source's pytorch_model.bin when it has no model.safetensors (unpickling "
+        "can run code: only for a file you trust)",
+    )
     parser.add_argument("--force", action="store_true", help="prepare again if already prepared")
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hybrid_engine._version import __version__
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.live import commits
 from hybrid_engine.live.config import EngineConfig
@@ -167,15 +168,19 @@ def _refuse_immutable(path: Path) -> None:
     if commits.is_live_index(path) or not manifest.is_file():
         return
     try:
-        found = json.loads(manifest.read_text(encoding="utf-8")).get("format")
+        values = json.loads(manifest.read_text(encoding="utf-8"))
+        found, version, writer = (
+            values.get(key) for key in ("format", "format_version", "library_version")
+        )
     except (OSError, ValueError, AttributeError):
-        found = None
+        found = version = writer = None
     if found == IMMUTABLE_FORMAT:
         raise IndexFormatError(
-            f"{path} is a hybrid index of the immutable format of hybrid_engine before the "
-            "live index, which this version does not read; rebuild it: "
-            "HybridIndex.build(corpus, ...).save(new_path), or `hybrid-engine index CORPUS "
-            "--out NEW_PATH`"
+            f"{path} is a hybrid index of format {IMMUTABLE_FORMAT} version {version} (written "
+            f"by hybrid_engine {writer}), the immutable format of hybrid_engine before the live "
+            f"index; this hybrid_engine {__version__} reads {commits.FORMAT} version "
+            f"{commits.FORMAT_VERSION} only, so rebuild it: HybridIndex.build(corpus, ...)"
+            ".save(new_path), or `hybrid-engine index CORPUS NEW_PATH`"
         )
 
 

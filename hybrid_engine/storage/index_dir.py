@@ -277,5 +277,25 @@ def _read_files(
                 file, mmap_mode="r" if mmap else None, allow_pickle=False
             )
         except (ValueError, OSError, EOFError) as exc:
+            if _holds_objects(file):
+                raise IndexFormatError(
+                    f"{named} holds Python objects (an object dtype): loading it would unpickle "
+                    "them, which can run code, so it is refused; rebuild the index"
+                ) from None
             raise IndexFormatError(f"{named} is not a readable numpy array ({exc})") from None
     return arrays
+
+
+def _holds_objects(file: Path) -> bool:
+    """Whether the ``.npy`` header of ``file`` declares a dtype of Python objects (read from
+    the header alone, which numpy parses with ``ast.literal_eval``; never unpickled)."""
+    try:
+        with open(file, "rb") as f:
+            major, _ = np.lib.format.read_magic(f)
+            if major == 1:
+                _, _, dtype = np.lib.format.read_array_header_1_0(f)
+            else:
+                _, _, dtype = np.lib.format.read_array_header_2_0(f)
+        return bool(dtype.hasobject)
+    except (ValueError, OSError, EOFError):
+        return False

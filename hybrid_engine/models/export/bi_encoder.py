@@ -29,8 +29,10 @@ from hybrid_engine.models.export.common import (
     Recipe,
     already_prepared,
     prepare_checked,
+    pretrained_options,
     read_json,
     require,
+    source_weights,
     version,
 )
 from hybrid_engine.models.store import (
@@ -90,12 +92,14 @@ def _outputs(staged: Path, variant: str) -> np.ndarray:
     return Encoder.load(staged, variant=variant).encode(list(CHECK_TEXTS))
 
 
-def _torch_reference(source: Path, max_length: int) -> np.ndarray:
-    """PyTorch's mean-pooled, L2-normalised embeddings of ``CHECK_TEXTS``."""
+def _torch_reference(source: Path, max_length: int, weights: dict[str, str]) -> np.ndarray:
+    """PyTorch's mean-pooled, L2-normalised embeddings of ``CHECK_TEXTS``, from the weight
+    files ``weights`` names."""
     torch = require("torch")
     transformers = require("transformers")
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
-    model = transformers.AutoModel.from_pretrained(str(source)).eval()
+    options = pretrained_options(weights)
+    model = transformers.AutoModel.from_pretrained(str(source), **options).eval()
     batch = tokenizer(
         list(CHECK_TEXTS), padding=True, truncation=True, max_length=max_length, return_tensors="pt"
     )
@@ -112,6 +116,7 @@ def prepare_model(
     int8: bool = True,
     force: bool = False,
     log: Callable[[str], None] = lambda message: None,
+    allow_pickle_weights: bool = False,
 ) -> Path:
     """Export the default bi-encoder (all-MiniLM-L6-v2) into a prepared model folder.
 
@@ -126,17 +131,22 @@ def prepare_model(
         Export again over a prepared folder.
     log : callable
         Receives a line per step, the figures of both checks included.
+    allow_pickle_weights : bool
+        Read pickled weights (``pytorch_model.bin``) when the source has no safetensors ones;
+        off by default, since unpickling can run code (``common.source_weights``).
 
     Returns
     -------
     Path
-        The bi-encoder's folder.
+        The bi-encoder's folder; its manifest's ``source["weights_sha256"]`` has the sha256
+        of the weight files read.
 
     Raises
     ------
     HybridEngineError
-        The ``export`` extra is missing (the message gives the install command), or the fp32
-        embeddings disagree with PyTorch's (``MIN_TORCH_COSINE``).
+        The ``export`` extra is missing (the message gives the install command), the source
+        has only pickled weights and ``allow_pickle_weights`` is off, or the fp32 embeddings
+        disagree with PyTorch's (``MIN_TORCH_COSINE``).
     """
     target = Path(output) if output is not None else default_model_path()
     if already_prepared(target, force, log):
@@ -147,7 +157,8 @@ def prepare_model(
         "version": version(SOURCE_PACKAGE),
         "model": "sentence-transformers/all-MiniLM-L6-v2",
     }
-    return _prepare(Path(package.get_model_path()), target, DEFAULT_MODEL, source_info, int8, log)
+    source = Path(package.get_model_path())
+    return _prepare(source, target, DEFAULT_MODEL, source_info, int8, log, allow_pickle_weights)
 
 
 def prepare_bi_encoder(
@@ -159,6 +170,7 @@ def prepare_bi_encoder(
     force: bool = False,
     log: Callable[[str], None] = lambda message: None,
     finish: Callable[[Path, dict[str, Any]], None] | None = None,
+    allow_pickle_weights: bool = False,
 ) -> Path:
     """Export a local mean-pooled sentence-transformers folder (a fine-tuned all-MiniLM-L6-v2,
     say) into a prepared model folder, with the default model's steps and checks.
@@ -172,7 +184,7 @@ def prepare_bi_encoder(
         Folder to write, atomically.
     name : str
         Model name recorded in the manifest (what an index built with it records).
-    int8, force, log
+    int8, force, log, allow_pickle_weights
         As in ``prepare_model``.
     finish : callable, optional
         ``Recipe.finish``: runs on the staged folder once the checks settled the variants
@@ -187,8 +199,9 @@ def prepare_bi_encoder(
     Raises
     ------
     HybridEngineError
-        The source is not a mean-pooled sentence-transformers folder, the ``export`` extra is
-        missing, or the fp32 embeddings disagree with PyTorch's (``MIN_TORCH_COSINE``).
+        The source is not a mean-pooled sentence-transformers folder, has only pickled
+        weights and ``allow_pickle_weights`` is off, the ``export`` extra is missing, or the
+        fp32 embeddings disagree with PyTorch's (``MIN_TORCH_COSINE``).
     """
     folder = Path(source).resolve()
     if not (folder / "modules.json").is_file():
@@ -199,7 +212,8 @@ def prepare_bi_encoder(
     target = Path(output)
     if already_prepared(target, force, log):
         return target
-    return _prepare(folder, target, name, {"path": str(folder)}, int8, log, finish)
+    source_info = {"path": str(folder)}
+    return _prepare(folder, target, name, source_info, int8, log, allow_pickle_weights, finish)
 
 
 def _prepare(
@@ -209,9 +223,12 @@ def _prepare(
     source_info: dict[str, Any],
     int8: bool,
     log: Callable[[str], None],
+    allow_pickle_weights: bool,
     finish: Callable[[Path, dict[str, Any]], None] | None = None,
 ) -> Path:
-    """The bi-encoder recipe over ``source``, prepared into ``target`` (``prepare_checked``)."""
+    """The bi-encoder recipe over ``source``, prepared into ``target`` (``prepare_checked``);
+    the sha256 of the weights read goes into ``source_info``."""
+    weights = source_weights(source, allow_pickle_weights=allow_pickle_weights)
     settings = _source_settings(source)
     recipe = Recipe(
         source=source,
@@ -221,14 +238,14 @@ def _prepare(
         metadata={
             "name": name,
             "kind": BI_ENCODER,
-            "source": source_info,
+            "source": {**source_info, "weights_sha256": weights},
             "dim": settings["dim"],
             "max_length": settings["max_length"],
             "pooling": settings["pooling"],
             "normalize": settings["normalize"],
         },
         outputs=_outputs,
-        reference=lambda: _torch_reference(source, settings["max_length"]),
+        reference=lambda: _torch_reference(source, settings["max_length"], weights),
         torch_figures=lambda ours, reference: {"torch_min_cosine": least_cosine(ours, reference)},
         torch_limits=(Limit("torch_min_cosine", MIN_TORCH_COSINE),),
         int8_figures=lambda int8, fp32: {"int8_min_cosine": least_cosine(int8, fp32)},

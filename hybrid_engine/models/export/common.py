@@ -9,10 +9,16 @@ folder is staged, its fp32 graph is checked against PyTorch on the kind's check 
 preparation fails if they disagree), its int8 graph against the fp32 graph (the int8 variant is
 dropped, with an ``Int8DroppedWarning``, if they disagree), and only then is the folder written
 in place, atomically.
+
+Weights are read from safetensors files only: a source folder whose weights are pickled
+(``pytorch_model.bin``, which ``torch.load`` unpickles and so can run code) is refused unless
+the caller opts in (``allow_pickle_weights=True``, ``--allow-pickle-weights``). The sha256 of
+the weight files read is recorded in the manifest (``source_weights``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.metadata
 import json
@@ -57,6 +63,11 @@ CHECK_TEXTS = (
 )
 """The texts a prepared text encoder (bi-encoder, SPLADE) is checked on: two claims, a single
 word, and one past any ``max_length``."""
+SAFE_WEIGHTS = "*.safetensors"
+"""Weight files read without unpickling (``model.safetensors`` or its shards)."""
+PICKLE_WEIGHTS = "pytorch_model*.bin"
+"""Weight files ``torch.load`` unpickles: read only with ``allow_pickle_weights``."""
+PICKLE_WEIGHTS_FLAG = "--allow-pickle-weights"
 
 
 def require(module: str, purpose: str = "preparing models") -> Any:
@@ -68,6 +79,52 @@ def require(module: str, purpose: str = "preparing models") -> Any:
         raise HybridEngineError(
             f"{purpose} needs {exc.name!r}, which is not installed: {EXPORT_EXTRA_HINT}"
         ) from None
+
+
+def source_weights(source: Path, *, allow_pickle_weights: bool = False) -> dict[str, str]:
+    """The sha256 of each weight file the export of ``source`` reads, by file name: its
+    safetensors files, or, only with ``allow_pickle_weights`` and when it has none, its pickled
+    ``pytorch_model*.bin`` files (the manifest's ``source["weights_sha256"]``).
+
+    Raises
+    ------
+    HybridEngineError
+        ``source`` has no safetensors weights, and pickled ones only without
+        ``allow_pickle_weights`` (or no weights at all).
+    """
+    files = sorted(source.glob(SAFE_WEIGHTS))
+    if not files:
+        pickled = sorted(source.glob(PICKLE_WEIGHTS))
+        if not pickled:
+            raise HybridEngineError(
+                f"{source} holds no weights (model.safetensors); give the folder "
+                "save_pretrained wrote"
+            )
+        if not allow_pickle_weights:
+            names = ", ".join(path.name for path in pickled)
+            raise HybridEngineError(
+                f"{source} has only pickled weights ({names}), and loading a pickle can run "
+                "code; convert them to model.safetensors where you trust them (load the model "
+                "and save_pretrained(folder, safe_serialization=True)), or, if you trust this "
+                f"file, pass allow_pickle_weights=True ({PICKLE_WEIGHTS_FLAG} on the command "
+                "line)"
+            )
+        files = pickled
+    return {path.name: _sha256(path) for path in files}
+
+
+def pretrained_options(weights: dict[str, str]) -> dict[str, Any]:
+    """``from_pretrained`` keywords that read exactly the files ``source_weights`` chose:
+    safetensors only, unless the pickled files were allowed and are the ones chosen."""
+    return {"use_safetensors": all(name.endswith(".safetensors") for name in weights)}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def version(distribution: str) -> str:

@@ -14,7 +14,6 @@ fp32 ones on real (query, passage) pairs, and write the folder atomically with a
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -25,11 +24,15 @@ import numpy as np
 from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.models.export.agreement import Limit, max_diff_per_spread, spearman
 from hybrid_engine.models.export.common import (
+    PICKLE_WEIGHTS,
+    SAFE_WEIGHTS,
     Recipe,
     already_prepared,
     prepare_checked,
+    pretrained_options,
     read_json,
     require,
+    source_weights,
 )
 from hybrid_engine.models.store import CROSS_ENCODER, models_dir
 
@@ -37,7 +40,6 @@ MAX_LENGTH_CAP = 512
 """Longest pair a prepared cross-encoder takes, whatever its source allows."""
 TRAINING_FILE = "training.json"
 """Written by the engine's reranker trainer next to the weights; copied into the manifest."""
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 CHECK_PAIRS = (
     (
         "Vitamin D deficiency raises the risk of multiple sclerosis.",
@@ -90,8 +92,10 @@ def _source_settings(source: Path) -> dict[str, Any]:
         problems.append(f"it has {num_labels} labels, not one relevance logit")
     if not (source / "tokenizer.json").is_file():
         problems.append("it has no tokenizer.json (a fast tokenizer's file)")
-    if not any((source / name).is_file() for name in WEIGHT_FILES):
-        problems.append(f"it has none of the weight files {list(WEIGHT_FILES)}")
+    if not any(source.glob(SAFE_WEIGHTS)) and not any(source.glob(PICKLE_WEIGHTS)):
+        problems.append(
+            "it has none of the weight files ['model.safetensors', 'pytorch_model.bin']"
+        )
     if problems:
         raise HybridEngineError(
             f"{source} is not a BERT-style cross-encoder with one output: "
@@ -105,18 +109,6 @@ def _source_settings(source: Path) -> dict[str, Any]:
         if isinstance(limit, int) and limit > 0:  # a huge sentinel when unset; capped anyway
             limits.append(limit)
     return {"max_length": min(limits), "num_labels": num_labels}
-
-
-def _weights_sha256(source: Path) -> dict[str, str]:
-    digests = {}
-    for name in WEIGHT_FILES:
-        if (source / name).is_file():
-            digest = hashlib.sha256()
-            with open(source / name, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
-            digests[name] = digest.hexdigest()
-    return digests
 
 
 def _check_queries_passages() -> tuple[list[str], list[str]]:
@@ -133,12 +125,16 @@ def _outputs(staged: Path, variant: str) -> np.ndarray:
     return CrossEncoder.load(staged, variant=variant).score(*_check_queries_passages())
 
 
-def _torch_reference(source: Path, max_length: int) -> np.ndarray:
-    """PyTorch's logits of the check pairs, the passage truncated to fit ``max_length``."""
+def _torch_reference(source: Path, max_length: int, weights: dict[str, str]) -> np.ndarray:
+    """PyTorch's logits of the check pairs, the passage truncated to fit ``max_length``, from
+    the weight files ``weights`` names."""
     torch = require("torch")
     transformers = require("transformers")
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
-    model = transformers.AutoModelForSequenceClassification.from_pretrained(str(source)).eval()
+    options = pretrained_options(weights)
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(
+        str(source), **options
+    ).eval()
     batch = tokenizer(
         *_check_queries_passages(),
         padding=True,
@@ -177,6 +173,7 @@ def prepare_cross_encoder(
     force: bool = False,
     log: Callable[[str], None] = lambda message: None,
     validate: Callable[[Path, str], dict[str, Any]] | None = None,
+    allow_pickle_weights: bool = False,
 ) -> Path:
     """Export a local BERT-style cross-encoder into a prepared model folder.
 
@@ -184,7 +181,7 @@ def prepare_cross_encoder(
     ----------
     source : path-like
         A local Hugging Face folder of a ``BertForSequenceClassification`` with one label
-        (``config.json``, ``model.safetensors`` or ``pytorch_model.bin``, ``tokenizer.json``).
+        (``config.json``, ``model.safetensors``, ``tokenizer.json``).
         A ``training.json`` beside them (written by the engine's trainer) is copied into the
         manifest under ``"training"``.
     output : path-like, optional
@@ -204,6 +201,9 @@ def prepare_cross_encoder(
         variant serving will load (int8 when prepared and kept, else fp32), and returns the
         training record the manifest stores under ``"training"`` (instead of the source's
         ``training.json``). The trainer's gate scores exactly the prepared model this way.
+    allow_pickle_weights : bool
+        Read pickled weights (``pytorch_model.bin``) when the source has no safetensors ones;
+        off by default, since unpickling can run code (``common.source_weights``).
 
     Returns
     -------
@@ -213,9 +213,10 @@ def prepare_cross_encoder(
     Raises
     ------
     HybridEngineError
-        The source is not a BERT-style single-logit classifier (the message says why), the
-        ``export`` extra is missing (the message gives the install command), or the fp32
-        logits disagree with PyTorch's (``MAX_TORCH_DIFF``).
+        The source is not a BERT-style single-logit classifier (the message says why), has
+        only pickled weights and ``allow_pickle_weights`` is off, the ``export`` extra is
+        missing (the message gives the install command), or the fp32 logits disagree with
+        PyTorch's (``MAX_TORCH_DIFF``).
     """
     source = Path(source).resolve()
     if not source.is_dir():
@@ -227,10 +228,11 @@ def prepare_cross_encoder(
     if already_prepared(target, force, log):
         return target
     settings = _source_settings(source)
+    weights = source_weights(source, allow_pickle_weights=allow_pickle_weights)
     metadata: dict[str, Any] = {
         "name": name,
         "kind": CROSS_ENCODER,
-        "source": {"path": str(source), "weights_sha256": _weights_sha256(source)},
+        "source": {"path": str(source), "weights_sha256": weights},
         "num_labels": settings["num_labels"],
         "max_length": settings["max_length"],
     }
@@ -243,7 +245,7 @@ def prepare_cross_encoder(
         pair=True,
         metadata=metadata,
         outputs=_outputs,
-        reference=lambda: _torch_reference(source, settings["max_length"]),
+        reference=lambda: _torch_reference(source, settings["max_length"], weights),
         torch_figures=_relative_diff,
         torch_limits=(Limit("torch_max_logit_diff", MAX_TORCH_DIFF, at_least=False),),
         int8_figures=lambda int8, fp32: {

@@ -32,6 +32,7 @@ from hybrid_engine.models.export.common import (
     prepare_checked,
     read_json,
     require,
+    source_weights,
     version,
 )
 from hybrid_engine.models.store import SPLADE, SPLADE_MODEL, default_model_path
@@ -144,7 +145,7 @@ def torch_reference(source: Path, texts: list[str], max_length: int) -> np.ndarr
     tokenizer = tokenizers.Tokenizer.from_file(str(source / "tokenizer.json"))
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length=max_length)
-    model = transformers.BertForMaskedLM.from_pretrained(str(source)).eval()
+    model = transformers.BertForMaskedLM.from_pretrained(str(source), use_safetensors=True).eval()
     rows = []
     with torch.inference_mode():
         for text in texts:  # one at a time: no padding involved
@@ -236,6 +237,7 @@ def prepare_splade(
                 "package": SOURCE_PACKAGE,
                 "version": version(SOURCE_PACKAGE),
                 "model": "SPLADE-tiny: 2-layer BERT masked-language model (model/ folder)",
+                "weights_sha256": source_weights(source),
             },
             "dim": settings["vocab_size"],
             "max_length": max_length,
