@@ -94,9 +94,10 @@ def test_kill_minus_9_loses_nothing_committed(
         f"({merges} merges by the parent)"
     )
     assert left_at_end == []
-    # A kill leaves what one commit writes at most: a segment directory, or its slot, and a
-    # mask file (or its temporary file) per segment, and a temporary commit point.
-    assert most_left <= 2 + MAX_SEGMENTS + 2
+    # A kill leaves what one commit writes (a segment directory or its slot, a mask file or
+    # its temporary file per segment, a temporary commit point) and, killed after its commit
+    # point's rename, what it replaced (the previous commit point, merged segments, masks).
+    assert most_left <= 2 * (MAX_SEGMENTS + 2) + 2
     # Every kill lands after the child's first record (kill_after), in its first commit or
     # later: on an idle machine most children complete a commit or more, on a loaded one
     # (a commit's fsyncs queue behind other processes') few do.
