@@ -7,6 +7,10 @@ encodes only the missing ones and appends them as a new shard, so an unchanged c
 never encoded twice and a grown one only for its new texts. Shard names start with the time
 they were written (nanoseconds, zero-padded), so they sort oldest first: the oldest go first
 when a model's shards outgrow ``EmbeddingCache.max_bytes``.
+
+Writes and evictions use hidden entries of the model folder (a write's slot, an evicted
+shard renamed before its removal); what a killed process left of them is removed the next
+time an instance opens the model's shards.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import os
 import shutil
 import time
 import uuid
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +29,12 @@ import numpy as np
 
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.protocols import TextEncoder
-from hybrid_engine.storage import read_index_dir, user_cache_dir, write_index_dir
+from hybrid_engine.storage import (
+    read_index_dir,
+    remove_unused_slots,
+    user_cache_dir,
+    write_index_dir,
+)
 
 FORMAT = "hybrid_engine.embeddings"
 FORMAT_VERSION = 1
@@ -141,6 +151,17 @@ def _read_shard(path: Path, dim: int, *, verify: bool) -> _Shard | None:
     return _Shard(path, keys, vectors, stamp)
 
 
+def _remove_leftovers(folder: Path) -> None:
+    """Remove what killed processes left in a model folder: evicted shards not yet removed,
+    and the slots of writes that no process holds."""
+    if not folder.is_dir():
+        return
+    for entry in os.scandir(folder):
+        if entry.name.startswith(".") and ".evicted-" in entry.name:
+            shutil.rmtree(entry.path, ignore_errors=True)
+    remove_unused_slots(folder)
+
+
 def _delete_shard(path: Path) -> None:
     """Remove a shard directory: renamed hidden first, so no reader sees it half deleted."""
     hidden = path.with_name(f".{path.name}.evicted-{uuid.uuid4().hex[:8]}")
@@ -149,6 +170,15 @@ def _delete_shard(path: Path) -> None:
     except FileNotFoundError:
         return  # another process evicted it first
     shutil.rmtree(hidden, ignore_errors=True)
+
+
+def _warn(message: str) -> None:
+    """A cache write that failed, reported without failing the encoding it serves."""
+    warnings.warn(
+        f"{message}: free disk space, or set ${CACHE_ENV} to another folder",
+        RuntimeWarning,
+        stacklevel=4,
+    )
 
 
 def _check_encoded(vectors: object, n: int, dim: int) -> None:
@@ -218,8 +248,10 @@ class EmbeddingCache:
     def _refreshed(self, model_hash: str, dim: int) -> _ModelShards:
         """The shards of ``model_hash``, after dropping those gone from disk or changed since
         they were read and loading those new (or changed) on disk."""
-        model = self._models.setdefault((model_hash, dim), _ModelShards())
         folder = self._root / model_hash
+        if (model_hash, dim) not in self._models:
+            _remove_leftovers(folder)
+        model = self._models.setdefault((model_hash, dim), _ModelShards())
         on_disk = _shard_names(folder)
         for name, shard in list(model.shards.items()):
             if name not in on_disk or _stamp(shard.path) != shard.stamp:
@@ -237,14 +269,22 @@ class EmbeddingCache:
         oldest shards until the model's shards fit."""
         if keys.nbytes + vectors.nbytes > self._max_bytes:
             return
-        path = self._root / model_hash / f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
-        write_index_dir(
-            path,
-            FORMAT,
-            FORMAT_VERSION,
-            {"model_hash": model_hash},
-            {"keys": keys, "vectors": vectors},
-        )
+        folder = self._root / model_hash
+        path = folder / f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+        try:
+            write_index_dir(
+                path,
+                FORMAT,
+                FORMAT_VERSION,
+                {"model_hash": model_hash},
+                {"keys": keys, "vectors": vectors},
+            )
+        except OSError as exc:
+            _warn(
+                f"the embeddings of {len(keys)} new texts were not cached in {folder} ({exc}); "
+                "they are returned, and encoded again when next asked for"
+            )
+            return
         shard = _read_shard(path, vectors.shape[1], verify=False)  # just written: trusted
         if shard is not None:
             model.add(shard)
@@ -252,8 +292,15 @@ class EmbeddingCache:
         for name in sorted(model.shards):  # oldest first
             if total <= self._max_bytes:
                 break
+            try:
+                _delete_shard(model.shards[name].path)
+            except OSError as exc:
+                _warn(
+                    f"an old shard could not be evicted from {folder} ({exc}), so the cache "
+                    "may exceed max_bytes until the next write"
+                )
+                return
             total -= model.shards[name].n_bytes
-            _delete_shard(model.shards[name].path)
             model.forget(name)
 
     def encode(
@@ -279,6 +326,13 @@ class EmbeddingCache:
         TypeError, ValueError
             ``encoder.encode`` returned something other than a float32 array (TypeError) of
             shape ``(n, encoder.dim)`` (ValueError); nothing is cached then.
+
+        Warns
+        -----
+        RuntimeWarning
+            The new rows could not be written, or old shards evicted (a full disk, a
+            read-only folder: the message names the folder and the error); the vectors are
+            returned all the same.
         """
         texts = list(texts)
         keys = text_keys(texts)

@@ -83,6 +83,11 @@ def is_live_index(path: Path) -> bool:
     return path.is_dir() and bool(_generations(path))
 
 
+def is_committed(path: Path, generation: int) -> bool:
+    """Whether the commit point of ``generation`` is in place in the index at ``path``."""
+    return (path / _commit_file(generation)).is_file()
+
+
 def segment_name(number: int) -> str:
     return f"seg-{number:06d}"
 
@@ -187,20 +192,22 @@ def write_commit(path: Path, point: CommitPoint) -> None:
 
 def remove_unreferenced(path: Path, point: CommitPoint) -> None:
     """Remove what ``point`` does not name: older commit points, segments, masks, temporary
-    files and slots of interrupted writes. Only the writer (holding the lock) calls this."""
+    files and slots of interrupted writes. Only the writer (holding the lock) calls this.
+    Never raises: what cannot be removed now is left for the writer's next try."""
     keep = {_commit_file(point.generation), LOCK}
     for entry in point.segments:
         keep.add(entry.name)
         if entry.deletes is not None:
             keep.add(entry.deletes)
-    for child in path.iterdir():
-        if child.name in keep:
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                child.unlink()
+    with contextlib.suppress(OSError):
+        for child in list(path.iterdir()):
+            if child.name in keep:
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    child.unlink()
 
 
 class WriterLock:

@@ -11,6 +11,7 @@ processes out.
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -29,6 +30,7 @@ from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.live.statistics import TermMap
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
+from hybrid_engine.storage._files import DISK_FULL
 
 
 class LiveState:
@@ -164,7 +166,6 @@ class LiveState:
             names.append(name)
             new_names.append(name)
         self._publish(segments, live, names, new_names, changed)
-        self._pending = Pending()
 
     def _merge(self, runs: list[tuple[int, int]], num_threads: int | None) -> None:
         """Replace each run of segments by one of their live documents (dropping runs with
@@ -213,7 +214,12 @@ class LiveState:
         changed: set[str],
     ) -> None:
         """Write the new state to the directory (when attached, as its writer), then serve
-        it."""
+        it; the staged mutations are then done.
+
+        A write that fails before its commit point is in place changes nothing (the mutations
+        stay staged); one that fails after it (the directory's fsync) still serves the new
+        state, which loads already see, and raises that it may not be durable.
+        """
         self._take_writer_lock()
         # A segment whose documents are all deleted is dropped.
         kept = [i for i, mask in enumerate(live) if mask is None or mask.any()]
@@ -221,11 +227,42 @@ class LiveState:
         live = [live[i] for i in kept]
         names = [names[i] for i in kept]
         generation = self.generation + 1
+        not_durable = None
         if self.path is not None:
-            self._write(segments, live, names, new_names, changed, generation)
+            try:
+                self._write(segments, live, names, new_names, changed, generation)
+            except OSError as exc:
+                not_durable = self._failed_write(exc, generation)
         self.generation = generation
         self._names = names
         self.snapshot = self._snapshot(segments, live)
+        self._pending = Pending()
+        if not_durable is not None:
+            raise not_durable
+
+    def _failed_write(self, exc: OSError, generation: int) -> OSError:
+        """The error to raise once the state of commit ``generation`` is served, when its
+        write failed after its commit point was in place; otherwise raise ``exc`` (told
+        in words when the disk is full)."""
+        assert self.path is not None
+        if commits.is_committed(self.path, generation):
+            commits.remove_unreferenced(self.path, commits.read_commit(self.path))
+            error = OSError(
+                exc.errno,
+                f"commit {generation} of {self.path} is in place, and it is what searches and "
+                f"loads see, but finishing it failed ({exc}): it may not survive a power loss; "
+                "check the disk",
+            )
+            error.__cause__ = exc
+            return error
+        if exc.errno in DISK_FULL:
+            raise OSError(
+                exc.errno,
+                f"no space left on the device to commit to {self.path}: it stays at commit "
+                f"{generation - 1}, and the changes stay staged; free some space and commit "
+                "again",
+            ) from exc
+        raise exc
 
     def _write(
         self,
@@ -327,6 +364,7 @@ class LiveState:
                 raise FileExistsError(
                     f"{path} exists and is not empty; save to a new path (or remove it first)"
                 )
+            created = not path.exists()
             path.mkdir(parents=True, exist_ok=True)
             writer = WriterLock(path)
             previous_path, previous_generation = self.path, self.generation
@@ -340,14 +378,28 @@ class LiveState:
                     set(self._names),
                     1,
                 )
-            except BaseException:
+            except BaseException as exc:
+                if isinstance(exc, OSError) and commits.is_committed(path, 1):
+                    self._attached(writer)
+                    raise self._failed_write(exc, 1) from exc
                 self.path, self.generation = previous_path, previous_generation
                 writer.release()
+                _empty(path, created)
+                if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+                    raise OSError(
+                        exc.errno,
+                        f"no space left on the device to save to {path}: nothing was saved; "
+                        "free some space and save again",
+                    ) from exc
                 raise
-            if self._writer is not None:
-                self._writer.release()  # of the directory attached before
-            self._writer = writer
-            self.generation = 1
+            self._attached(writer)
+
+    def _attached(self, writer: WriterLock) -> None:
+        """Hold ``writer``, the lock of the directory just written as commit 1."""
+        if self._writer is not None:
+            self._writer.release()  # of the directory attached before
+        self._writer = writer
+        self.generation = 1
 
     def _take_writer_lock(self) -> None:
         if self.path is not None and self._writer is None:
@@ -370,3 +422,16 @@ class LiveState:
                 self._writer.release()
                 self._writer = None
             self._pending = Pending()
+
+
+def _empty(path: Path, created: bool) -> None:
+    """Undo a failed first save to ``path``: remove the directory if the save created it,
+    else what the save wrote into it (it was empty)."""
+    if created:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    for child in path.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)

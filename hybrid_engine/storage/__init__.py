@@ -8,13 +8,14 @@ from hybrid_engine.storage.index_dir import (
     user_cache_dir,
     write_index_dir,
 )
-from hybrid_engine.storage.replace import open_index_dir
+from hybrid_engine.storage.replace import open_index_dir, remove_unused_slots
 
 __all__ = [
     "MANIFEST",
     "delimits",
     "open_index_dir",
     "read_index_dir",
+    "remove_unused_slots",
     "user_cache_dir",
     "write_index_dir",
 ]

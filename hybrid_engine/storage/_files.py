@@ -1,14 +1,17 @@
 """What every part of an index directory's handling shares: the manifest's name, file hashes,
-fsync."""
+fsync, the errnos of a full disk."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 MANIFEST = "manifest.json"
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+"""The errnos of a write that found no space (the device full, or the user's quota)."""
 
 
 def sha256(path: Path) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -31,12 +32,13 @@ from pathlib import Path
 
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.storage import _rename
-from hybrid_engine.storage._files import MANIFEST, fsync
+from hybrid_engine.storage._files import DISK_FULL, MANIFEST, fsync
 
 _NEW = "new"  # in a slot: the index being saved; after the swap, the one it replaced
 _PREVIOUS = "index"  # in a slot: the index that a save in two renames has moved aside
 _ATTEMPTS = 50  # of opening a directory that concurrent saves keep replacing
 _PROC_FD = Path("/proc/self/fd")
+_SLOT = re.compile(r"\.(.+)\.old-[^.]+")  # .NAME.old-XXXXXXXX: a slot of the index NAME
 
 
 def check_replaceable(target: Path, fmt: str) -> None:
@@ -72,16 +74,36 @@ def replace_dir(target: Path, fmt: str, write: Callable[[Path], None]) -> None:
         try:
             write(slot / _NEW)
             replaced = _publish(slot / _NEW, target, fmt)
-        except BaseException:
+        except BaseException as exc:
             if not (slot / _PREVIOUS).exists():  # else a failed swap left the only copy there
                 shutil.rmtree(slot, ignore_errors=True)
+            if isinstance(exc, OSError) and exc.errno is not None:
+                raise _failed_save(exc, target) from exc
             raise
         if not replaced:
             slot.rmdir()
     finally:
         os.close(lock)
-    fsync(target.parent)
+    try:
+        fsync(target.parent)
+    except OSError as exc:
+        raise OSError(
+            exc.errno,
+            f"{target} is saved, and it is what loads see, but syncing its folder failed "
+            f"({exc}): it may not survive a power loss; check the disk",
+        ) from exc
     _remove_unused(target)
+
+
+def _failed_save(exc: OSError, target: Path) -> OSError:
+    """The error of a save to ``target`` that failed with ``exc`` before it was swapped in."""
+    if exc.errno in DISK_FULL:
+        return OSError(
+            exc.errno,
+            f"no space left on the device to save {target}: what was there is kept; free "
+            "some space and save again",
+        )
+    return OSError(exc.errno, f"could not save {target} ({exc}): what was there is kept")
 
 
 def _reserve_slot(target: Path) -> tuple[Path, int]:
@@ -160,6 +182,27 @@ def _remove_unused(target: Path) -> None:
     if (target / MANIFEST).is_file():
         for slot in _slots(target):
             _remove_if_unused(slot)
+
+
+def remove_unused_slots(folder: Path) -> None:
+    """Remove the slots in ``folder``, of any index there, that no save and no reader holds,
+    except one holding the only copy of an index (put back by the next load): what killed
+    saves of indexes that are never saved again (an embedding cache's shards) left.
+
+    Thread-safety: as a save's own removal of unused slots, safe beside saves and loads.
+    """
+    try:
+        entries = sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return
+    for name in entries:
+        match = _SLOT.fullmatch(name)
+        if match is None:
+            continue
+        slot = folder / name
+        if (slot / _PREVIOUS).exists() and not (folder / match.group(1) / MANIFEST).is_file():
+            continue
+        _remove_if_unused(slot)
 
 
 def _remove_if_unused(slot: Path) -> None:
