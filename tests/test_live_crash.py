@@ -85,7 +85,9 @@ def test_kill_minus_9_loses_nothing_committed(
         journal_record(journal, {"done": ids, "by": "parent"})
         engine.close()
     with HybridIndex.load(index, encoder=HashingEncoder()) as engine:
-        engine.add([document(10**7)])
+        # Child ``seed`` adds ids from ``seed * 100_000`` on (crash_worker.mutate_forever):
+        # this one is past every child's range.
+        engine.add([document((KILLS + 1) * 100_000)])
         engine.commit(num_threads=1)
     left_at_end = unreferenced(index)
     print(
