@@ -178,7 +178,7 @@ def main() -> int:
     print(
         f"{WARM_UP_ROUNDS} + {args.rounds} rounds ({hits} hits): {warm} blocks leaked after "
         f"the warm-up, "
-        f"{after} after all rounds, {len(ours_warm + ours)} leak records from _core"
+        f"{after} after all rounds, {len(ours_warm + ours)} leak records from {_core.__file__}"
     )
     for record in ours_warm + ours:
         print(record, file=sys.stderr)
