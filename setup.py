@@ -9,8 +9,16 @@ from setuptools import setup
 ParallelCompile("HYBRID_ENGINE_BUILD_JOBS", default=2).install()
 
 extra_compile_args = ["-O3", "-fvisibility=hidden"]
+extra_link_args = ["-pthread"]
 if os.environ.get("HYBRID_ENGINE_NATIVE") == "1":  # opt-in: not portable to other CPUs
     extra_compile_args.append("-march=native")
+# Opt-in sanitizers, e.g. HYBRID_ENGINE_SANITIZE=address,undefined (the .ci/sanitize lane):
+# debug info and frame pointers for readable reports, and any UB finding aborts.
+sanitize = os.environ.get("HYBRID_ENGINE_SANITIZE")
+if sanitize:
+    flags = [f"-fsanitize={sanitize}", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]
+    extra_compile_args += ["-O1", "-g", *flags]  # after -O3: the later -O wins
+    extra_link_args += flags
 
 ext_modules = [
     Pybind11Extension(
@@ -20,7 +28,7 @@ ext_modules = [
         depends=sorted(glob("csrc/include/hybrid_engine/*.hpp")),  # a header change rebuilds
         cxx_std=17,
         extra_compile_args=extra_compile_args,
-        extra_link_args=["-pthread"],
+        extra_link_args=extra_link_args,
     )
 ]
 
