@@ -241,7 +241,9 @@ class SpladeIndex(SpladeAttributes):
         if allowed is not None:
             allowed = check_allowed(allowed, self.num_documents)
         if isinstance(queries, SparseVectors):
-            encoded = check_vectors(queries, len(queries.offsets) - 1, self.vocab_size)
+            encoded = check_vectors(
+                queries, len(queries.offsets) - 1, self.vocab_size, "the query vectors have"
+            )
             return self._search_vectors(encoded, k, num_threads, allowed)
         texts = check_queries(queries)
         rows = nonblank_rows(texts)

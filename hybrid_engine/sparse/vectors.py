@@ -58,6 +58,10 @@ def check_vectors(
             f"{source} arrays of {offsets.dtype}, {terms.dtype}, {weights.dtype}; "
             "expected int64 offsets, int32 terms, float32 weights"
         )
+    if offsets.size == 0:
+        raise ValueError(
+            f"{source} empty offsets; CSR offsets hold one entry per row plus one ([0] for no rows)"
+        )
     if offsets.shape != (n_texts + 1,) or not delimits(offsets, terms, n_texts):
         raise ValueError(
             f"{source} offsets of shape {offsets.shape} for {n_texts} texts, or "

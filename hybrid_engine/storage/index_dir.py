@@ -50,7 +50,8 @@ def delimits(offsets: np.ndarray, data: np.ndarray, count: int) -> bool:
     """Whether 1-d ``offsets`` cut ``data`` into ``count`` pieces: ``count + 1`` entries that
     rise (or stay) from 0 to ``len(data)``. For the offset arrays of variable-length items."""
     return bool(
-        len(offsets) == count + 1
+        count >= 0
+        and len(offsets) == count + 1
         and offsets[0] == 0
         and offsets[-1] == len(data)
         and not np.any(np.diff(offsets) < 0)
