@@ -32,7 +32,13 @@ from tests.fuzz import HARNESSES  # noqa: E402
 _RUNS = re.compile(r"Done (\d+) runs in")
 _FOUND = ("crash-", "timeout-", "oom-", "leak-")
 """Prefixes of libFuzzer's files of the inputs that found something (not its slow units)."""
-_FINDING = re.compile(r"ERROR: libFuzzer: (\w[\w-]*)|Uncaught Python exception|Segmentation fault")
+_FINDINGS = {
+    "exception": "Uncaught Python exception",
+    "crash": "deadly signal",
+    "timeout": "ERROR: libFuzzer: timeout",
+    "out-of-memory": "ERROR: libFuzzer: out-of-memory",
+}
+"""What libFuzzer's log says for each kind of finding."""
 
 
 def run(name: str, seconds: int, out: Path, extra: list[str]) -> dict[str, object]:
@@ -65,14 +71,14 @@ def run(name: str, seconds: int, out: Path, extra: list[str]) -> dict[str, objec
     log = done.stdout + done.stderr
     (out / name / "last.log").write_text(log)
     runs = _RUNS.search(log)
-    found = [m.group(1) or m.group(0) for m in _FINDING.finditer(log)]
+    found = [kind for kind, said in _FINDINGS.items() if said in log]
     if done.returncode != 0 and not found:
         found = [f"exit status {done.returncode}"]
     return {
         "harness": name,
         "cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
         "inputs": int(runs.group(1)) if runs else _last_count(log),
-        "found": ", ".join(sorted(set(found))) or "none",
+        "found": ", ".join(found) or "none",
         "artifacts": sorted(
             str(p) for p in set(artifacts.iterdir()) - earlier if p.name.startswith(_FOUND)
         ),

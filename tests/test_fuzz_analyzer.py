@@ -55,12 +55,11 @@ def test_ten_megabyte_inputs(cjk: str) -> None:
     default = Analyzer(AnalyzerConfig(cjk=cjk))  # type: ignore[arg-type]
     assert default.analyze("x" * MB10) == []
     assert default.analyze("\x00" * MB10) == []
-    assert default.analyze("é" * (MB10 // 2)) == []
     unlimited = Analyzer(
-        AnalyzerConfig(cjk=cjk, max_token_length=MB10, stemmer="none")  # type: ignore[arg-type]
+        AnalyzerConfig(cjk=cjk, max_token_length=2 * MB10, stemmer="none")  # type: ignore[arg-type]
     )
     assert unlimited.analyze("ab" * (MB10 // 2)) == ["ab" * (MB10 // 2)]
-    stemmed = Analyzer(AnalyzerConfig(cjk=cjk, max_token_length=MB10))  # type: ignore[arg-type]
+    stemmed = Analyzer(AnalyzerConfig(cjk=cjk, max_token_length=2 * MB10))  # type: ignore[arg-type]
     assert stemmed.analyze("ab" * (MB10 // 2) + "ing") == ["ab" * (MB10 // 2)]
     run = "中" * (MB10 // 3)
     terms = default.analyze(run)
