@@ -20,6 +20,7 @@ FORMAT = "hybrid_engine.splade"
 FORMAT_VERSION = 1
 INDEX_ARRAYS = {"posting_offsets": np.int64, "doc_ids": np.int32, "impacts": np.uint8}
 """The postings' arrays and their dtypes."""
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 MAX_ID = 2**31 - 1
 """Documents and vocabulary terms an index may count, at most (their ids are int32)."""
 
@@ -73,7 +74,8 @@ def read_splade(path: str | os.PathLike[str], *, mmap: bool, verify: bool) -> Sa
         scale = float(quantization["scale"])
         if quantization["levels"] != IMPACT_LEVELS or quantization["dtype"] != "uint8":
             raise ValueError(f"quantization {quantization!r}")
-        if not np.isfinite(scale) or scale <= 0:
+        # An impact's weight (impact * scale) must be a float32, as the encoder's were.
+        if not np.isfinite(scale) or scale <= 0 or scale * IMPACT_LEVELS > _FLOAT32_MAX:
             raise ValueError(f"scale {scale}")
         # Ints (not "7" or 1.5) within int32, the dtype of the doc and term ids: a count is
         # all that bounds the documents of an index without explicit ids.

@@ -231,8 +231,8 @@ class SpladeIndex(SpladeAttributes):
         Raises
         ------
         ValueError
-            ``k < 1``, malformed vectors, or ``allowed`` of the wrong shape or not
-            C-contiguous.
+            ``k < 1``, malformed vectors (or weights so large that a score passes the
+            float32 range), or ``allowed`` of the wrong shape or not C-contiguous.
         TypeError
             Queries that are not a str or a batch of str (``checks.check_queries``), or
             ``allowed`` that is not a numpy bool array.
