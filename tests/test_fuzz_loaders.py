@@ -25,7 +25,7 @@ HARNESSES: dict[str, Callable[[bytes], None]] = {
 def test_hostile_directories_are_refused_or_load_sound(name: str) -> None:
     harness = HARNESSES[name]
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(st.binary(min_size=8, max_size=200))
     def run(data: bytes) -> None:
         harness(data)
