@@ -11,6 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hybrid_engine import Analyzer, AnalyzerConfig
+
+pytest.importorskip("atheris", reason="the fuzz extra: pip install -e .[fuzz]")
+
 from tests.fuzz.analyzer import analyzed, analyzers, one_input
 
 MB10 = 10 * 1024 * 1024

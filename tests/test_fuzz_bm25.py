@@ -11,6 +11,8 @@ from bm25_checks import compare_with_oracle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+pytest.importorskip("atheris", reason="the fuzz extra: pip install -e .[fuzz]")
+
 from tests.fuzz._corpus import WORDS
 from tests.fuzz.bm25_query import SETTINGS, indexes, one_input
 

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hybrid_engine.metadata import Filter, MetadataColumns
+
+pytest.importorskip("atheris", reason="the fuzz extra: pip install -e .[fuzz]")
+
 from tests.fuzz._harness import refused
 from tests.fuzz.filters import OPERATORS, one_input
 

@@ -11,6 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+pytest.importorskip("atheris", reason="the fuzz extra: pip install -e .[fuzz]")
+
 from tests.fuzz import load_bm25, load_dense, load_live, load_splade
 
 HARNESSES: dict[str, Callable[[bytes], None]] = {

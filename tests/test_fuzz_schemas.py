@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+pytest.importorskip("atheris", reason="the fuzz extra: pip install -e .[fuzz]")
+
 from tests.fuzz.schemas import KEYS, MODELS, downstream, one_input
 
 json_values = st.recursive(

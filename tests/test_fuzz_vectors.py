@@ -6,11 +6,15 @@ or searched into well-formed rows; the fuzz harnesses on random bytes."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from hybrid_engine import SparseVectors
+
+pytest.importorskip("atheris", reason="the fuzz extra: pip install -e .[fuzz]")
+
 from tests.fuzz import dense_search, splade_search
 from tests.fuzz._harness import EXPECTED
 from tests.fuzz.splade_search import check_rows
