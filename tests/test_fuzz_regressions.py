@@ -196,3 +196,15 @@ def test_a_splade_scale_whose_impacts_pass_float32_is_a_format_error(
     fix_checksums(path)
     with pytest.raises(IndexFormatError, match="scale"):
         SpladeIndex.load(path, encoder=HashingSparseEncoder(16))
+
+
+@pytest.mark.parametrize("shape", [(1, 2), (2, 1)])
+def test_splade_query_vectors_of_2d_terms_are_a_value_error(shape: tuple[int, int]) -> None:
+    """Found by tests/fuzz/splade_search.py: terms and weights of one 2-d shape passed the
+    checks (offsets delimit their first axis) and reached the numba kernel, which raised its
+    own TypingError."""
+    index = SpladeIndex.build(["a b", "b c"], encoder=HashingSparseEncoder(16))
+    offsets = np.array([0, shape[0]], np.int64)
+    vectors = SparseVectors(offsets, np.zeros(shape, np.int32), np.ones(shape, np.float32))
+    with pytest.raises(ValueError, match="1-d"):
+        index.search(vectors, 3)

@@ -67,8 +67,11 @@ def check_vectors(
             f"{source} offsets of shape {offsets.shape} for {n_texts} texts, or "
             "offsets that do not delimit the terms"
         )
-    if terms.shape != weights.shape:
-        raise ValueError(f"terms {terms.shape} and weights {weights.shape} differ in shape")
+    if terms.ndim != 1 or terms.shape != weights.shape:
+        raise ValueError(
+            f"{source} terms of shape {terms.shape} and weights of shape {weights.shape}; "
+            "expected two 1-d arrays of the same length"
+        )
     if terms.size and (terms.min() < 0 or terms.max() >= vocab_size):
         raise ValueError(f"{source} term ids outside [0, {vocab_size})")
     if not np.all(np.isfinite(weights)) or np.any(weights < 0):
