@@ -208,3 +208,33 @@ def test_splade_query_vectors_of_2d_terms_are_a_value_error(shape: tuple[int, in
     vectors = SparseVectors(offsets, np.zeros(shape, np.int32), np.ones(shape, np.float32))
     with pytest.raises(ValueError, match="1-d"):
         index.search(vectors, 3)
+
+
+def npy_with_header(header: bytes) -> bytes:
+    """A version 1.0 .npy file whose header text is ``header`` (padded as numpy pads it)."""
+    padded = header + b" " * (-(10 + len(header) + 1) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(padded).to_bytes(2, "little") + padded
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"{'descr': '<f4', 'fortran_order': False, 'shape': (3,",  # was tokenize.TokenError
+        b"{'descr': '<f4', 'fortran_order': False, 'shape': (3,)} )",  # unbalanced
+        b"{'descr': '<f4' 'fortran_order': False, 'shape': (3,)}",  # SyntaxError
+    ],
+)
+def test_an_array_file_whose_header_does_not_parse_is_a_format_error(
+    tmp_path: Path, header: bytes
+) -> None:
+    """Found by tests/fuzz/load_dense.py: an .npy header the tokenizer rejects raised
+    tokenize.TokenError from numpy.load, which read_index_dir did not catch (every loader, and
+    the live index's deletion masks, read arrays through it)."""
+    path = tmp_path / "dense"
+    DenseIndex.from_vectors(np.eye(3, dtype=np.float32)).save(path)
+    (path / "vectors.npy").write_bytes(npy_with_header(header) + bytes(12))
+    fix_checksums(path)
+    for mmap in (False, True):
+        with pytest.raises(IndexFormatError, match="not a readable numpy array") as caught:
+            DenseIndex.load(path, mmap=mmap)
+        assert str(path / "vectors.npy") in str(caught.value)

@@ -25,7 +25,7 @@ import numpy as np
 
 from hybrid_engine._version import __version__
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.storage._files import MANIFEST, describe, fsync, sha256
+from hybrid_engine.storage._files import MANIFEST, NPY_ERRORS, describe, fsync, sha256
 from hybrid_engine.storage.replace import check_replaceable, open_index_dir, replace_dir
 
 
@@ -277,6 +277,6 @@ def _read_files(
             arrays[name[: -len(".npy")]] = np.load(
                 file, mmap_mode="r" if mmap else None, allow_pickle=False
             )
-        except (ValueError, OSError, EOFError) as exc:
+        except NPY_ERRORS as exc:
             raise IndexFormatError(f"{named} is not a readable numpy array ({exc})") from None
     return arrays
