@@ -234,7 +234,7 @@ def test_flipped_byte_fails_checksum(copy, name: str) -> None:
 
 def test_pickled_array_is_never_loaded(copy) -> None:
     rewrite(copy, "postings", np.array([{"evil": 1}], dtype=object))
-    with pytest.raises(IndexFormatError, match="holds Python objects.*refused; rebuild"):
+    with pytest.raises(IndexFormatError, match=r"holds Python objects.*refused; rebuild"):
         BM25Index.load(copy)
 
 

@@ -261,7 +261,7 @@ def test_truncated_vectors_with_matching_manifest(copy) -> None:
 
 def test_pickled_array_is_never_loaded(copy) -> None:
     rewrite(copy, "vectors", np.array([{"evil": 1}], dtype=object))
-    with pytest.raises(IndexFormatError, match="holds Python objects.*refused; rebuild"):
+    with pytest.raises(IndexFormatError, match=r"holds Python objects.*refused; rebuild"):
         DenseIndex.load(copy)
 
 

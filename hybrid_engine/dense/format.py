@@ -114,7 +114,14 @@ def _checked(
     doc_ids = DocIds.from_saved(path, saved_ids, arrays, n_docs)
     graph = None
     if GRAPH_FILE in manifest["files"]:
-        graph = _hnsw.load(root / GRAPH_FILE, n_docs, dim, params.m, params.ef_construction)
+        graph = _hnsw.load(
+            root / GRAPH_FILE,
+            n_docs,
+            dim,
+            params.m,
+            params.ef_construction,
+            shown_as=Path(path) / GRAPH_FILE,
+        )
     return SavedDense(arrays["vectors"], doc_ids, params, ef_search, model_hash, graph)
 
 

@@ -40,11 +40,15 @@ def extend(graph: hnswlib.Index, vectors: np.ndarray, num_threads: int) -> None:
     graph.add_items(vectors, np.arange(start, needed), num_threads=num_threads)
 
 
-def load(file: Path, n: int, dim: int, m: int, ef_construction: int) -> hnswlib.Index:
+def load(
+    file: Path, n: int, dim: int, m: int, ef_construction: int, *, shown_as: Path | None = None
+) -> hnswlib.Index:
     """Read a graph saved by ``hnswlib.Index.save_index`` for ``n`` vectors of ``dim``.
 
     The header must match the index's parameters and every link and label must be in range
-    (``_dense_kernels.check_hnsw_body``) before hnswlib sees the file.
+    (``_dense_kernels.check_hnsw_body``) before hnswlib sees the file. Error messages name
+    ``shown_as`` (``file`` when None): the path the user gave, when ``file`` is the one
+    ``storage.open_index_dir`` yielded.
 
     Raises
     ------
@@ -53,7 +57,7 @@ def load(file: Path, n: int, dim: int, m: int, ef_construction: int) -> hnswlib.
     """
 
     def fail(what: str) -> IndexFormatError:
-        return IndexFormatError(f"{file}: {what}; the index is corrupt, rebuild it")
+        return IndexFormatError(f"{shown_as or file}: {what}; the index is corrupt, rebuild it")
 
     size = file.stat().st_size
     if size <= _HEADER.size or (size - _HEADER.size) % 4:

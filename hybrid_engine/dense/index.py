@@ -227,9 +227,10 @@ class DenseIndex(DenseGrowth):
         Raises
         ------
         ValueError
-            ``k < 1``; query vectors of another dimension, with NaN or inf, or (cosine) all
-            zeros; text queries on an index without an encoder; encoder output of the wrong
-            shape; ``allowed`` of another shape.
+            ``k < 1``; query vectors of another dimension, with NaN or inf, (cosine) all
+            zeros, or (ip) so long that their scores could pass the float32 range; text
+            queries on an index without an encoder; encoder output of the wrong shape;
+            ``allowed`` of another shape.
         TypeError
             Queries that are neither texts nor a numeric array, a mix of both; encoder output
             that is not a float32 array; ``allowed`` that is not a numpy bool array.

@@ -83,14 +83,19 @@ def _candidates(
     (times 1.01), whatever the order of its sums (BLAS or ``approx_scores``). So the k-th
     largest approximate score is within ``e`` plus half a float32 ulp of the k-th largest exact
     score, and every row whose exact score can reach or tie that one scores, approximately, at
-    least the approximate k-th score minus twice that: those rows are the candidates.
+    least the approximate k-th score minus twice that: those rows are the candidates. When an
+    approximate score overflowed float32, every row is.
     """
     dim = vectors.shape[1]
     n = len(vectors) if rows is None else len(rows)
+    every = np.arange(n, dtype=np.int64) if rows is None else rows
     if k == n:
-        every = np.arange(n, dtype=np.int64) if rows is None else rows
         return np.tile(every, (len(queries), 1))
     approx = _approx_scores(vectors, queries, rows, gathered)
+    if not np.isfinite(approx).all():
+        # float32 products overflowed (vectors near the float32 limit): no error bound holds,
+        # so every row is a candidate and the exact scores decide.
+        return np.tile(every, (len(queries), 1))
     kth = np.partition(approx, n - k, axis=1)[:, n - k].astype(np.float64)
     query_norms = np.sqrt(np.einsum("ij,ij->i", queries, queries, dtype=np.float64))
     error = 1.01 * dim * 2.0**-24 * query_norms * max_norm + dim * 2.0**-125

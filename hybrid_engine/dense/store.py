@@ -102,7 +102,7 @@ class VectorStore:
             n_allowed = int(np.count_nonzero(allowed))
             if n_allowed < len(vectors):
                 self._search_allowed(matrix, exact, threads, allowed, n_allowed, out)
-                return out
+                return self._checked(out)
         if self._graph is not None and not exact and k < len(vectors):
             try:
                 labels, _ = self._graph.knn_query(matrix, k=k, num_threads=threads)
@@ -111,9 +111,9 @@ class VectorStore:
                 labels = None
             if labels is not None:
                 _knn.top_k(vectors, matrix, labels.astype(np.int64), out.ids, out.scores)
-                return out
+                return self._checked(out)
         _knn.exact_search(vectors, matrix, out.ids, out.scores, self._vector_norm_bound())
-        return out
+        return self._checked(out)
 
     def _search_allowed(
         self,
@@ -143,6 +143,18 @@ class VectorStore:
             norm = self._vector_norm_bound()
             _knn.exact_search(vectors, matrix[short], rest.ids, rest.scores, norm, rows)
             out.ids[short], out.scores[short] = rest.ids, rest.scores
+
+    def _checked(self, out: SearchResult) -> SearchResult:
+        """``out``, unless a hit's score passed the float32 range (inner products of huge
+        vectors): rounded to +-inf, such hits would tie and rank by position, not by score."""
+        overflow = np.isinf(out.scores) & (out.ids >= 0)
+        if overflow.any():
+            row = int(np.flatnonzero(overflow.any(axis=1))[0])
+            raise ValueError(
+                f"query vector row {row} has inner products with the index's vectors beyond the "
+                "float32 range of scores; scale the queries down"
+            )
+        return out
 
     def _vector_norm_bound(self) -> float:
         """An upper bound of the vectors' L2 norms (computed on first use)."""

@@ -176,7 +176,8 @@ class BM25Index(BM25Attributes):
         TypeError
             ``queries`` is not a sequence of mappings of str to a real number.
         ValueError
-            ``k < 1``, a weight that is not a positive finite float32, or a bad ``allowed``.
+            ``k < 1``, a weight that is not a positive finite float32 (or so large that a
+            score passes the float32 range), or a bad ``allowed``.
         """
         encoded = weighted_queries(queries, self.term_id)
         return self._searcher.search(encoded, check_k(k), num_threads, allowed=allowed)

@@ -71,7 +71,7 @@ class PostingsSearcher:
         ``allowed`` (None, or bool ``(n_docs,)``, checked by ``checks.check_allowed``) limits
         the hits to the documents it marks: a row is the unmasked ranking with the other
         documents removed, ids and scores alike. An all-False mask returns all-padding rows
-        without scoring.
+        without scoring. A hit scored beyond the float32 range is a ValueError.
         """
         terms, weights, offsets = queries
         n = len(offsets) - 1
@@ -109,6 +109,13 @@ class PostingsSearcher:
                 )
 
         run_split(n, threads, work)
+        overflow = np.isinf(out.scores) & (out.ids >= 0)
+        if overflow.any():
+            raise ValueError(
+                f"query {int(np.flatnonzero(overflow.any(axis=1))[0])} scores documents beyond "
+                "the float32 range (a query weight too large for the index's term weights): "
+                "such hits would tie at inf and rank by position; scale the weights down"
+            )
         return out
 
     def live_doc_freqs(self, allowed: np.ndarray) -> np.ndarray:

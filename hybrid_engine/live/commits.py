@@ -34,7 +34,7 @@ import numpy as np
 
 from hybrid_engine._version import __version__
 from hybrid_engine.errors import IndexFormatError, WriterLockedError
-from hybrid_engine.storage._files import fsync, sha256
+from hybrid_engine.storage._files import NPY_ERRORS, fsync, sha256
 
 FORMAT = "hybrid_engine.live"
 FORMAT_VERSION = 1
@@ -152,7 +152,7 @@ def read_deletes(path: Path, entry: SegmentEntry) -> np.ndarray | None:
         deleted = np.unpackbits(packed, count=entry.num_documents).astype(bool)
         if int(deleted.sum()) != entry.num_deleted:
             raise ValueError("deleted count differs from the commit point")
-    except (OSError, ValueError) as exc:
+    except NPY_ERRORS as exc:
         raise IndexFormatError(f"{file}: bad deletion mask ({exc}); rebuild the index") from None
     return ~deleted
 

@@ -47,6 +47,10 @@ FIELD_OPERATORS = ("$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte", "$
 """Operators of a field's condition."""
 LOGICAL_OPERATORS = ("$and", "$or", "$not")
 """Operators of a filter's top level (and of every filter inside ``$and``/``$or``/``$not``)."""
+MAX_NESTING = 100
+"""Dicts and lists a filter may nest, at most (Mongo's limit for documents): compiling and
+masking recurse once per level, so a deeper one is refused with a ValueError rather than
+exhausting Python's stack (a ``RecursionError`` from about 500 levels)."""
 
 SCHEMA_TYPES: dict[str, frozenset[int]] = {
     "str": frozenset((STR,)),
@@ -100,7 +104,8 @@ class Filter:
         ValueError
             An unknown operator, an operator at the wrong level, an empty ``$and``/``$or``, an
             empty field name or condition, ``$eq`` with a list (use ``$in``), an int outside
-            ±2**53, a NaN or infinite float, a field the schema does not know, a bad schema.
+            ±2**53, a NaN or infinite float, a field the schema does not know, a bad schema,
+            dicts and lists nested more than ``MAX_NESTING`` deep.
         TypeError
             An operand of the wrong type: not a list for ``$in``/``$nin``/``$and``/``$or``, a
             bool, None, list or dict for a range operator, not a bool for ``$exists``, a value
@@ -108,6 +113,7 @@ class Filter:
         """
         if isinstance(spec, Filter):
             return spec
+        _check_nesting(spec)
         return cls(_Compiler(schema).filter(spec, "the filter"))
 
     @property
@@ -127,6 +133,26 @@ class Filter:
 
     def __repr__(self) -> str:
         return f"Filter({self._root.render()})"
+
+
+def _check_nesting(spec: object) -> None:
+    """ValueError when ``spec`` nests dicts and lists more than ``MAX_NESTING`` deep (walked
+    without recursion, so any depth is measured)."""
+    stack = [(spec, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, Mapping):
+            children = list(value.values())
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > MAX_NESTING:
+            raise ValueError(
+                f"the filter nests dicts and lists more than {MAX_NESTING} deep; flatten it "
+                '(a chain of "$not" cancels in pairs, nested "$and"s join into one list)'
+            )
+        stack.extend((child, depth + 1) for child in children)
 
 
 def _known_operators(level: str) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from hybrid_engine.checks import check_int
 from hybrid_engine.corpus import DocIds
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.sparse.vectors import IMPACT_LEVELS
@@ -19,6 +20,9 @@ FORMAT = "hybrid_engine.splade"
 FORMAT_VERSION = 1
 INDEX_ARRAYS = {"posting_offsets": np.int64, "doc_ids": np.int32, "impacts": np.uint8}
 """The postings' arrays and their dtypes."""
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+MAX_ID = 2**31 - 1
+"""Documents and vocabulary terms an index may count, at most (their ids are int32)."""
 
 
 @dataclass(frozen=True)
@@ -70,10 +74,13 @@ def read_splade(path: str | os.PathLike[str], *, mmap: bool, verify: bool) -> Sa
         scale = float(quantization["scale"])
         if quantization["levels"] != IMPACT_LEVELS or quantization["dtype"] != "uint8":
             raise ValueError(f"quantization {quantization!r}")
-        if not np.isfinite(scale) or scale <= 0:
+        # An impact's weight (impact * scale) must be a float32, as the encoder's were.
+        if not np.isfinite(scale) or scale <= 0 or scale * IMPACT_LEVELS > _FLOAT32_MAX:
             raise ValueError(f"scale {scale}")
-        n_docs = int(manifest["stats"]["num_documents"])
-        vocab_size = int(manifest["stats"]["vocab_size"])
+        # Ints (not "7" or 1.5) within int32, the dtype of the doc and term ids: a count is
+        # all that bounds the documents of an index without explicit ids.
+        n_docs = check_int("num_documents", manifest["stats"]["num_documents"], 1, MAX_ID)
+        vocab_size = check_int("vocab_size", manifest["stats"]["vocab_size"], 1, MAX_ID)
         saved_ids = manifest["doc_ids"]
         model_hash = manifest["encoder_model_hash"]
         if not isinstance(model_hash, str):

@@ -231,8 +231,8 @@ class SpladeIndex(SpladeAttributes):
         Raises
         ------
         ValueError
-            ``k < 1``, malformed vectors, or ``allowed`` of the wrong shape or not
-            C-contiguous.
+            ``k < 1``, malformed vectors (or weights so large that a score passes the
+            float32 range), or ``allowed`` of the wrong shape or not C-contiguous.
         TypeError
             Queries that are not a str or a batch of str (``checks.check_queries``), or
             ``allowed`` that is not a numpy bool array.
@@ -241,7 +241,9 @@ class SpladeIndex(SpladeAttributes):
         if allowed is not None:
             allowed = check_allowed(allowed, self.num_documents)
         if isinstance(queries, SparseVectors):
-            encoded = check_vectors(queries, len(queries.offsets) - 1, self.vocab_size)
+            encoded = check_vectors(
+                queries, len(queries.offsets) - 1, self.vocab_size, "the query vectors have"
+            )
             return self._search_vectors(encoded, k, num_threads, allowed)
         texts = check_queries(queries)
         rows = nonblank_rows(texts)

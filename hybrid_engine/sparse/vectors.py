@@ -58,13 +58,20 @@ def check_vectors(
             f"{source} arrays of {offsets.dtype}, {terms.dtype}, {weights.dtype}; "
             "expected int64 offsets, int32 terms, float32 weights"
         )
+    if offsets.size == 0:
+        raise ValueError(
+            f"{source} empty offsets; CSR offsets hold one entry per row plus one ([0] for no rows)"
+        )
     if offsets.shape != (n_texts + 1,) or not delimits(offsets, terms, n_texts):
         raise ValueError(
             f"{source} offsets of shape {offsets.shape} for {n_texts} texts, or "
             "offsets that do not delimit the terms"
         )
-    if terms.shape != weights.shape:
-        raise ValueError(f"terms {terms.shape} and weights {weights.shape} differ in shape")
+    if terms.ndim != 1 or terms.shape != weights.shape:
+        raise ValueError(
+            f"{source} terms of shape {terms.shape} and weights of shape {weights.shape}; "
+            "expected two 1-d arrays of the same length"
+        )
     if terms.size and (terms.min() < 0 or terms.max() >= vocab_size):
         raise ValueError(f"{source} term ids outside [0, {vocab_size})")
     if not np.all(np.isfinite(weights)) or np.any(weights < 0):

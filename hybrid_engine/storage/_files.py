@@ -6,12 +6,23 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import tokenize
 from pathlib import Path
 from typing import Any
 
 MANIFEST = "manifest.json"
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 """The errnos of a write that found no space (the device full, or the user's quota)."""
+NPY_ERRORS: tuple[type[Exception], ...] = (
+    ValueError,
+    OSError,
+    EOFError,
+    SyntaxError,
+    tokenize.TokenError,
+)
+"""What ``numpy.load(..., allow_pickle=False)`` raises for a file that is no readable array: a
+bad magic, header or size, and (the header is parsed as a Python literal) a header the
+tokenizer or the parser rejects."""
 
 
 def sha256(path: Path) -> str:

@@ -25,7 +25,7 @@ import numpy as np
 
 from hybrid_engine._version import __version__
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.storage._files import MANIFEST, describe, fsync, sha256
+from hybrid_engine.storage._files import MANIFEST, NPY_ERRORS, describe, fsync, sha256
 from hybrid_engine.storage.replace import check_replaceable, open_index_dir, replace_dir
 
 
@@ -50,7 +50,8 @@ def delimits(offsets: np.ndarray, data: np.ndarray, count: int) -> bool:
     """Whether 1-d ``offsets`` cut ``data`` into ``count`` pieces: ``count + 1`` entries that
     rise (or stay) from 0 to ``len(data)``. For the offset arrays of variable-length items."""
     return bool(
-        len(offsets) == count + 1
+        count >= 0
+        and len(offsets) == count + 1
         and offsets[0] == 0
         and offsets[-1] == len(data)
         and not np.any(np.diff(offsets) < 0)
@@ -276,7 +277,7 @@ def _read_files(
             arrays[name[: -len(".npy")]] = np.load(
                 file, mmap_mode="r" if mmap else None, allow_pickle=False
             )
-        except (ValueError, OSError, EOFError) as exc:
+        except NPY_ERRORS as exc:
             if _holds_objects(file):
                 raise IndexFormatError(
                     f"{named} holds Python objects (an object dtype): loading it would unpickle "
@@ -297,5 +298,5 @@ def _holds_objects(file: Path) -> bool:
             else:
                 _, _, dtype = np.lib.format.read_array_header_2_0(f)
         return bool(dtype.hasobject)
-    except (ValueError, OSError, EOFError):
+    except NPY_ERRORS:
         return False
