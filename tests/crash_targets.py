@@ -9,16 +9,14 @@ a child reaches its first save within the parent's kill delays.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 from crash_worker import journal_record
-from dense_oracle import HashingEncoder
+from dense_oracle import HashingEncoder, Sha256Encoder, sha256_vectors
 from faults import Fault, injected
 from live_oracle import document, new_engine
 
@@ -46,28 +44,6 @@ def bm25_corpus(version: int) -> list[str]:
         " ".join(f"w{t}" for t in rng.zipf(1.3, rng.integers(4, 30)) % 900)
         for _ in range(BM25_SIZES[version])
     ]
-
-
-class TextHash:
-    """The cache's encoder: each text's vector is read off its sha256 (the oracle,
-    ``expected_vectors``); ``encoded`` records the texts it was asked for."""
-
-    dim = 8
-    model_hash = "text-hash-v1"
-
-    def __init__(self) -> None:
-        self.encoded: list[str] = []
-
-    def encode(
-        self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False
-    ) -> np.ndarray:
-        self.encoded.extend(texts)
-        return expected_vectors(texts)
-
-
-def expected_vectors(texts: Sequence[str]) -> np.ndarray:
-    rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[:8], np.uint8) for t in texts]
-    return np.asarray(rows, np.float32).reshape(len(texts), TextHash.dim) / 255
 
 
 def cache_texts(seed: int, step: int) -> tuple[list[str], list[str]]:
@@ -125,8 +101,8 @@ def store_cache(root: Path, seed: int, step: int) -> None:
     """Encode ``cache_texts(seed, step)`` through a cache at ``root``, checking the vectors."""
     new, repeats = cache_texts(seed, step)
     texts = new + repeats
-    got = EmbeddingCache(root, max_bytes=CACHE_MAX_BYTES).encode(TextHash(), texts)
-    if not np.array_equal(got, expected_vectors(texts)):
+    got = EmbeddingCache(root, max_bytes=CACHE_MAX_BYTES).encode(Sha256Encoder(), texts)
+    if not np.array_equal(got, sha256_vectors(texts)):
         raise AssertionError(f"the cache at {root} returned wrong vectors")
 
 

@@ -120,3 +120,26 @@ class HashingEncoder:
                 out[row, 0] = 1.0
         out /= np.linalg.norm(out, axis=1, keepdims=True)
         return out
+
+
+class Sha256Encoder:
+    """A fake text model for the embedding cache's tests: each text's vector is read off its
+    sha256 (``sha256_vectors``, the oracle); ``encoded`` records the texts it was asked for."""
+
+    dim = 8
+    model_hash = "sha256-v1"
+
+    def __init__(self) -> None:
+        self.encoded: list[str] = []
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool = False
+    ) -> np.ndarray:
+        self.encoded.extend(texts)
+        return sha256_vectors(texts)
+
+
+def sha256_vectors(texts: Sequence[str]) -> np.ndarray:
+    """float32 ``(len(texts), 8)``: the first 8 bytes of each text's sha256, over 255."""
+    rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[:8], np.uint8) for t in texts]
+    return np.asarray(rows, np.float32).reshape(len(texts), Sha256Encoder.dim) / 255

@@ -27,12 +27,10 @@ from crash_targets import (
     LIVE_ADDED,
     LIVE_DELETED,
     OPERATIONS,
-    TextHash,
     bm25_corpus,
     cache_texts,
-    expected_vectors,
 )
-from dense_oracle import HashingEncoder
+from dense_oracle import HashingEncoder, Sha256Encoder, sha256_vectors
 from faults import DIED, Fault, injected
 from live_oracle import assert_bm25_equals_fresh, document, live_documents, new_engine
 
@@ -195,11 +193,11 @@ def _cache_open(work: Path, step: int) -> list[str]:
     """Open the cache (``encode``) for step ``step``'s texts: their vectors are their
     oracle's, and the open leaves no temporary entry. Returns the texts encoded anew."""
     new, repeats = cache_texts(0, step)
-    encoder = TextHash()
+    encoder = Sha256Encoder()
     cache = EmbeddingCache(work / "cache", max_bytes=crash_targets.CACHE_MAX_BYTES)
     got = cache.encode(encoder, new + repeats)
-    np.testing.assert_array_equal(got, expected_vectors(new + repeats))
-    folder = work / "cache" / TextHash.model_hash
+    np.testing.assert_array_equal(got, sha256_vectors(new + repeats))
+    folder = work / "cache" / Sha256Encoder.model_hash
     assert [name for name in names(folder) if name.startswith(".")] == []
     return encoder.encoded
 
