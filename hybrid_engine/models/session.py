@@ -45,6 +45,10 @@ def create_session(path: str | os.PathLike[str], num_threads: int | None) -> ort
     # another (bi-encoder, SPLADE, cross-encoder), and a spinning pool of one steals the
     # cores of the next.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # Memory patterns are planned and kept per input shape, and text batches keep coming in
+    # new (batch, length) shapes: with them the process kept growing under a long load
+    # (docs/hardening.md, "Memory under load").
+    options.enable_mem_pattern = False
     return ort.InferenceSession(os.fspath(path), options, providers=["CPUExecutionProvider"])
 
 
