@@ -19,9 +19,9 @@ import crash_targets
 import crash_worker
 import numpy as np
 import pytest
-from crash_targets import CACHE_MAX_BYTES, TextHash, bm25_corpus, cache_texts, expected_vectors
+from crash_targets import CACHE_MAX_BYTES, bm25_corpus, cache_texts
 from crash_worker import journal_record, kill_after, since_parent
-from dense_oracle import HashingEncoder
+from dense_oracle import HashingEncoder, Sha256Encoder, sha256_vectors
 from live_oracle import assert_bm25_equals_fresh, document, live_documents
 
 from hybrid_engine import BM25Index, IndexFormatError
@@ -137,7 +137,7 @@ def _hidden(folder: Path) -> list[str]:
 def test_kill_minus_9_during_cache_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     context = crash_worker.forkserver(monkeypatch)
     root, journal = tmp_path / "cache", tmp_path / "journal.jsonl"
-    folder = root / TextHash.model_hash
+    folder = root / Sha256Encoder.model_hash
     journal_record(journal, {"by": "parent"})
     rng = random.Random(2)
     failures: list[str] = []
@@ -147,12 +147,12 @@ def test_kill_minus_9_during_cache_writes(tmp_path: Path, monkeypatch: pytest.Mo
         kill_after(context, crash_targets.cache_forever, args, journal, rng.uniform(0.0, 0.1))
         done = [r["done"] for r in since_parent(journal) if "done" in r]
         writes += len(done)
-        encoder = TextHash()
+        encoder = Sha256Encoder()
         new, repeats = cache_texts(*done[-1]) if done else ([], [])
         try:
             # The next open: the last completed write's new texts are served from the cache.
             got = EmbeddingCache(root, max_bytes=CACHE_MAX_BYTES).encode(encoder, new + repeats)
-            np.testing.assert_array_equal(got, expected_vectors(new + repeats))
+            np.testing.assert_array_equal(got, sha256_vectors(new + repeats))
             assert not set(new) & set(encoder.encoded), "the last write's texts were lost"
         except Exception as exc:
             failures.append(f"kill {kill}: {exc!r}")
