@@ -213,7 +213,7 @@ def _corrupt_quantization(monkeypatch: pytest.MonkeyPatch, *, seven_bit_too: boo
 
     from hybrid_engine.models.export import common
 
-    quantize = common._quantize
+    quantize = common.quantize
 
     def corrupted(fp32: Path, work: Path, reduce_range: bool = False) -> Path:
         path = quantize(fp32, work, reduce_range=reduce_range)
@@ -230,7 +230,7 @@ def _corrupt_quantization(monkeypatch: pytest.MonkeyPatch, *, seven_bit_too: boo
         onnx.save(model, str(path))
         return path
 
-    monkeypatch.setattr(common, "_quantize", corrupted)
+    monkeypatch.setattr(common, "quantize", corrupted)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ attention, layer norms and GELU with ONNX Runtime's transformer optimizer, optio
 the weights to int8, reset the tokenizer to dynamic padding with truncation at the model's
 ``max_seq_length``, check the fp32 graph against PyTorch and the int8 graph against the fp32
 one, and write the folder atomically with a manifest (``model_store``): the staged flow of
-``common.prepare_checked``.
+``checked.prepare_checked``.
 """
 
 from __future__ import annotations
@@ -24,11 +24,9 @@ import numpy as np
 
 from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.models.export.agreement import Limit, least_cosine
+from hybrid_engine.models.export.checked import Recipe, already_prepared, prepare_checked
 from hybrid_engine.models.export.common import (
     CHECK_TEXTS,
-    Recipe,
-    already_prepared,
-    prepare_checked,
     pretrained_options,
     read_json,
     require,

@@ -9,7 +9,7 @@ Steps: export with optimum (``text-classification``, the logit), fuse and quanti
 bi-encoder (``export.common``), reset the tokenizer to no padding and pair truncation at the
 model's ``max_length``, check the fp32 logits against PyTorch and the int8 logits against the
 fp32 ones on real (query, passage) pairs, and write the folder atomically with a manifest
-(``model_store``): the staged flow of ``common.prepare_checked``.
+(``model_store``): the staged flow of ``checked.prepare_checked``.
 """
 
 from __future__ import annotations
@@ -23,12 +23,10 @@ import numpy as np
 
 from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.models.export.agreement import Limit, max_diff_per_spread, spearman
+from hybrid_engine.models.export.checked import Recipe, already_prepared, prepare_checked
 from hybrid_engine.models.export.common import (
     PICKLE_WEIGHTS,
     SAFE_WEIGHTS,
-    Recipe,
-    already_prepared,
-    prepare_checked,
     pretrained_options,
     read_json,
     require,

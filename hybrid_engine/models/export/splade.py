@@ -10,7 +10,7 @@ the transformer with ONNX Runtime's optimizer, append the pooling
 per vocabulary term, optionally quantize the weights to int8, reset the tokenizer to no
 padding with truncation at ``max_length``, check the fp32 graph against PyTorch and the int8
 graph against the fp32 one, and write the folder atomically with a manifest (``model_store``):
-the staged flow of ``common.prepare_checked``.
+the staged flow of ``checked.prepare_checked``.
 """
 
 from __future__ import annotations
@@ -25,11 +25,9 @@ import numpy as np
 
 from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.models.export.agreement import Limit, least_cosine, max_abs_diff
+from hybrid_engine.models.export.checked import Recipe, already_prepared, prepare_checked
 from hybrid_engine.models.export.common import (
     CHECK_TEXTS,
-    Recipe,
-    already_prepared,
-    prepare_checked,
     read_json,
     require,
     source_weights,
