@@ -46,7 +46,7 @@ def create_session(path: str | os.PathLike[str], num_threads: int | None) -> ort
     # cores of the next.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     # Memory patterns are planned and kept per input shape, and text batches keep coming in
-    # new (batch, length) shapes: with them the process kept growing under a long load
+    # new (batch, length) shapes: with them one session grew with every new shape
     # (docs/hardening.md, "Memory under load").
     options.enable_mem_pattern = False
     return ort.InferenceSession(os.fspath(path), options, providers=["CPUExecutionProvider"])
