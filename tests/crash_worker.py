@@ -32,6 +32,13 @@ JOIN_TIMEOUT_S = 60.0
 """Seconds a killed child has to be reaped."""
 
 
+def kill_count(full: int) -> int:
+    """The SIGKILLs a loop of ``full`` runs: all of them with ``HYBRID_ENGINE_FULL_CRASH_LOOPS=1``
+    (the measurement of docs/hardening.md), else the first quarter of the same seeded loop
+    (the test command's bounded lane)."""
+    return full if os.environ.get("HYBRID_ENGINE_FULL_CRASH_LOOPS") == "1" else full // 4
+
+
 def forkserver(monkeypatch: pytest.MonkeyPatch) -> ForkServerContext:
     """The forkserver context the crash tests fork their children from, its server importing
     ``PRELOAD`` from tests/ (it is started with this environment)."""

@@ -246,16 +246,34 @@ def postings_of(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("verify", [True, False])
-def test_doc_gap_past_the_last_document(copy, verify: bool) -> None:
+def test_doc_gap_past_the_last_document(saved, copy, verify: bool) -> None:
     postings, offsets = postings_of(copy)
     term = len(offsets) - 2
     assert postings[offsets[term + 1] - 2] < 0x80  # last posting's gap is one byte
     postings[offsets[term + 1] - 2] = 0x7F  # now points ~100 past the last document
     rewrite(copy, "postings", postings)
-    with pytest.raises(IndexFormatError, match=f"the postings of term {term} are malformed"):
-        BM25Index.load(copy, verify=verify)
-    with pytest.raises(IndexFormatError, match="malformed"):
-        BM25Index.load(copy, mmap=True, verify=verify, cache_impacts=False)
+    malformed = f"the postings of term {term} are malformed"
+    if verify:  # checked at load, whatever the layout
+        for mmap in (False, True):
+            with pytest.raises(IndexFormatError, match=malformed):
+                BM25Index.load(copy, mmap=mmap, verify=True, cache_impacts=False)
+        return
+    with pytest.raises(IndexFormatError, match=malformed):  # the impact cache decodes all
+        BM25Index.load(copy, verify=False, cache_impacts=True)
+    # Without verify and without the cache, each posting list is checked when first read:
+    # the load succeeds, a search reading the broken list raises, one that does not is served.
+    for index in (  # the defaults of a memory-mapped load: no verify, no impact cache
+        BM25Index.load(copy, verify=False, cache_impacts=False),
+        BM25Index.load(copy, mmap=True),
+    ):
+        broken, other = index.terms[term], index.terms[0]
+        for _ in range(2):  # a failed check is not remembered as a pass
+            with pytest.raises(IndexFormatError, match=f"{copy}: {malformed}"):
+                index.search_weighted([{other: 1.0}, {broken: 1.0}], 3)
+        served = index.search_weighted([{other: 1.0}], 3)
+        built = saved[0].search_weighted([{other: 1.0}], 3)
+        np.testing.assert_array_equal(served.ids, built.ids)
+        np.testing.assert_array_equal(served.scores, built.scores)
 
 
 def test_unterminated_varint(copy) -> None:

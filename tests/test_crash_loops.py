@@ -20,7 +20,7 @@ import crash_worker
 import numpy as np
 import pytest
 from crash_targets import CACHE_MAX_BYTES, bm25_corpus, cache_texts
-from crash_worker import journal_record, kill_after, since_parent
+from crash_worker import journal_record, kill_after, kill_count, since_parent
 from dense_oracle import HashingEncoder, Sha256Encoder, sha256_vectors
 from live_oracle import assert_bm25_equals_fresh, document, live_documents
 
@@ -28,9 +28,9 @@ from hybrid_engine import BM25Index, IndexFormatError
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.pipeline.engine import HybridIndex
 
-SAVE_KILLS = 200
-CACHE_KILLS = 150
-"""SIGKILLs of each loop (with tests/test_live_crash.py's 200: 550 in all)."""
+SAVE_KILLS = kill_count(200)
+CACHE_KILLS = kill_count(150)
+"""SIGKILLs of each loop (with tests/test_live_crash.py's 200: 550 in all in the full run)."""
 QUERIES = ["w1", "w2 w3", "w5 w8 w13", "w0 w21 w34 w55"]
 
 

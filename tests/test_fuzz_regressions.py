@@ -4,6 +4,7 @@ code now raises in place of the crash or the wrong exception it raised before.""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import struct
 from pathlib import Path
@@ -159,6 +160,30 @@ def test_exact_search_of_overflowing_float32_products_finds_the_hits(k: int) -> 
     result = index.search(query, k, exact=True)
     np.testing.assert_array_equal(result.ids, [[0, 1][:k]])
     np.testing.assert_allclose(result.scores, [[3e38, 1.5e38][:k]], rtol=1e-6)
+
+
+def test_cancelling_float32_extremes_are_scored_within_the_summation_bound() -> None:
+    """Found by tests/fuzz/dense_search.py in CI (input ``wXp6gICAgHqAgP3////9/////8D//////w==``):
+    a query with two components of 3.4e38 against a document whose matching components
+    cancel (-0.603, +0.603) scored 0.0, the exactly rounded score being -0.226: the float64 sum
+    loses the small products next to the large ones. The harness had compared with a relative
+    tolerance; the contract is the sum's forward error bound (``summation_bounds``), which
+    this search meets, as does a well-conditioned one to 1e-6."""
+    from tests.fuzz.dense_search import summation_bounds
+
+    s = 0.30151135
+    vectors = np.array([[-s, s, s, 0, -2 * s, 0, 2 * s, 0], [1, 0, 0, 0, 0, 0, 0, 0]], np.float32)
+    index = DenseIndex.from_vectors(vectors, metric="ip")
+    extreme = np.array([[-0.25, -0.75, -0.25, -0.75, 3.4e38, -0.5, 3.4e38, 1.0]], np.float32)
+    plain = np.array([[-0.25, -0.75, -0.25, -0.75, 0.5, -0.5, 0.5, 1.0]], np.float32)
+    for query in (extreme, plain):
+        exact = [math.fsum(float(v) * float(q) for v, q in zip(row, query[0])) for row in vectors]
+        got = index.search(query, 2, exact=True)
+        scores = dict(zip(got.ids[0].tolist(), got.scores[0].tolist()))
+        bound = summation_bounds(vectors, query, "ip")[0]
+        for position, want in enumerate(exact):
+            assert abs(scores[position] - want) <= 1e-6 + bound
+    assert summation_bounds(vectors, plain, "ip")[0] < 1e-5
 
 
 def test_sparse_scores_beyond_float32_are_a_value_error() -> None:

@@ -220,9 +220,10 @@ class DenseIndex(DenseGrowth):
         -------
         SearchResult
             ``ids`` int64 positions and ``scores`` float32, shape ``(n_queries, k)``; rows
-            sorted by descending score, equal scores by ascending position. Scores are exact
-            on both paths (float32 products summed in float64); through the graph, a true
-            neighbour may be missed.
+            sorted by descending score, equal scores by ascending position. Scores are the
+            same on both paths: the float32 products (exact in float64) summed in float64,
+            which is exact but for that sum's rounding (it matters only when products near the
+            float32 maximum cancel); through the graph, a true neighbour may be missed.
 
         Raises
         ------

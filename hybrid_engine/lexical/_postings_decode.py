@@ -100,42 +100,51 @@ def allowed_doc_freqs(layout, allowed):
     return counts
 
 
-@numba.njit(cache=True, nogil=True)
-def check_postings(posting_offsets, postings, doc_freqs, n_docs):
-    """First term whose postings are malformed, or -1 when all are well formed.
+@numba.njit(cache=True, nogil=True, inline="always")
+def _malformed(posting_offsets, postings, doc_freqs, n_docs, term):
+    """Whether the postings of ``term`` break the layout.
 
     Well formed: every varint ends inside the term's byte run, doc ids ascend strictly and are
     below ``n_docs``, frequencies are >= 1, and the count of postings equals ``doc_freqs``.
     """
-    for term in range(doc_freqs.shape[0]):
-        pos = posting_offsets[term]
-        end = posting_offsets[term + 1]
-        if pos > end or end > postings.shape[0]:
-            return term
-        doc = np.int64(-1)
-        count = 0
-        while pos < end:
-            for _ in range(2):
-                value = np.int64(0)
-                shift = 0
-                while True:
-                    if pos >= end or shift > 28:
-                        return term
-                    byte = postings[pos]
-                    pos += 1
-                    value |= np.int64(byte & 0x7F) << shift
-                    shift += 7
-                    if not byte & 0x80:
-                        break
-                if _ == 0:
-                    if value == 0 and doc >= 0:
-                        return term
-                    doc = value if doc < 0 else doc + value
-                    if doc >= n_docs:
-                        return term
-                elif value == 0:
-                    return term
-            count += 1
-        if count != doc_freqs[term]:
-            return term
+    pos = posting_offsets[term]
+    end = posting_offsets[term + 1]
+    if pos > end or end > postings.shape[0]:
+        return True
+    doc = np.int64(-1)
+    count = 0
+    while pos < end:
+        for field in range(2):
+            value = np.int64(0)
+            shift = 0
+            while True:
+                if pos >= end or shift > 28:
+                    return True
+                byte = postings[pos]
+                pos += 1
+                value |= np.int64(byte & 0x7F) << shift
+                shift += 7
+                if not byte & 0x80:
+                    break
+            if field == 0:
+                if value == 0 and doc >= 0:
+                    return True
+                doc = value if doc < 0 else doc + value
+                if doc >= n_docs:
+                    return True
+            elif value == 0:
+                return True
+        count += 1
+    return count != doc_freqs[term]
+
+
+@numba.njit(cache=True, nogil=True)
+def check_terms(posting_offsets, postings, doc_freqs, n_docs, terms, checked):
+    """The first of ``terms`` not yet marked in ``checked`` (uint8 per term) whose postings are
+    malformed (``_malformed``), or -1; each well-formed one is marked. Negatives are skipped."""
+    for term in terms:
+        if term >= 0 and not checked[term]:
+            if _malformed(posting_offsets, postings, doc_freqs, n_docs, term):
+                return term
+            checked[term] = 1
     return -1

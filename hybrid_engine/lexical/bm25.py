@@ -136,6 +136,8 @@ class BM25Index(BM25Attributes):
         TypeError
             Queries that are not a str or a batch of str (``checks.check_queries``), or
             ``allowed`` that is not a numpy bool array.
+        IndexFormatError
+            A posting list the queries read is malformed (an index loaded without ``verify``).
         """
         texts = check_queries(queries)
         k = check_k(k)
@@ -251,6 +253,7 @@ class BM25Index(BM25Attributes):
             self._cache_impacts,
             encoder=self._encoder,
             statistics=(stats, doc_freqs),
+            check=self._check,
         )
 
     # -- persistence --------------------------------------------------------------------------
@@ -283,7 +286,7 @@ class BM25Index(BM25Attributes):
         path: str | os.PathLike[str],
         *,
         mmap: bool = False,
-        verify: bool = True,
+        verify: bool | None = None,
         cache_impacts: bool | None = None,
     ) -> BM25Index:
         """Read an index saved by ``save``.
@@ -294,9 +297,12 @@ class BM25Index(BM25Attributes):
             The index directory.
         mmap : bool
             Memory-map the large arrays read-only instead of reading them.
-        verify : bool
-            Check every file's sha256 (one pass over the data). The structure of every posting
-            list is checked either way, so a corrupt index never reaches the kernels.
+        verify : bool, optional
+            Check every file's sha256 and every posting list now (one pass over the data).
+            Without, a posting list is checked the first time a search reads it, so a corrupt
+            one never reaches the kernels either: that search raises ``IndexFormatError``.
+            None (the default): ``not mmap``, so that a memory-mapped index opens without
+            reading its postings (the vocabulary, document lengths and ids are still read).
         cache_impacts : bool, optional
             As in ``build``; None caches unless ``mmap`` is set or the cache would exceed
             ``IMPACT_CACHE_MAX_BYTES``.
@@ -306,10 +312,11 @@ class BM25Index(BM25Attributes):
         IndexFormatError
             The directory is missing, truncated, corrupt, or not a BM25 index of this format.
         """
-        arrays, params, analyzer, doc_ids = read_index(path, mmap=mmap, verify=verify)
+        verify = not mmap if verify is None else verify
+        arrays, params, analyzer, doc_ids, check = read_index(path, mmap=mmap, verify=verify)
         cache = _auto_cache(arrays, mmap=mmap) if cache_impacts is None else cache_impacts
         try:
-            return cls(arrays, params, analyzer, doc_ids, cache)
+            return cls(arrays, params, analyzer, doc_ids, cache, check=check)
         except ValueError as exc:  # the vocabulary rejected by the C++ term table
             raise IndexFormatError(f"{path}: {exc}; rebuild the index") from None
 

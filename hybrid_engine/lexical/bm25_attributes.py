@@ -10,6 +10,7 @@ from hybrid_engine.corpus import DocIds
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.lexical.bm25_params import BM25Params
 from hybrid_engine.lexical.bm25_scoring import bm25_searcher
+from hybrid_engine.lexical.postings_check import PostingsCheck
 from hybrid_engine.lexical.statistics import CollectionStats
 from hybrid_engine.packed import PackedStrings
 
@@ -27,15 +28,18 @@ class BM25Attributes:
         *,
         encoder: _core.QueryEncoder | None = None,
         statistics: tuple[CollectionStats, np.ndarray] | None = None,
+        check: PostingsCheck | None = None,
     ) -> None:
         """Private: use ``BM25Index.build``, ``load`` or ``with_statistics``. ``arrays`` (and
         ``statistics``, the collection's stats and per-term document frequencies) must already
-        be validated; ``encoder`` is the query encoder of the same vocabulary, to share."""
+        be validated, but for the posting lists that ``check`` (when given) checks on first use;
+        ``encoder`` is the query encoder of the same vocabulary, to share."""
         self._arrays = arrays
         self._params = params
         self._analyzer = analyzer
         self._doc_ids = doc_ids
         self._cache_impacts = bool(cache_impacts)
+        self._check = check
         if encoder is None:
             encoder = _core.QueryEncoder(
                 analyzer.to_core(), arrays["vocab_bytes"], arrays["vocab_offsets"]
@@ -50,7 +54,7 @@ class BM25Attributes:
             )
         self._statistics, doc_freqs = statistics
         self._searcher = bm25_searcher(
-            arrays, params, self._statistics, doc_freqs, self._cache_impacts
+            arrays, params, self._statistics, doc_freqs, self._cache_impacts, check
         )
 
     # -- properties ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from hybrid_engine.lexical._formulas import METHODS, doc_factors, term_idf
 from hybrid_engine.lexical._postings_decode import impacts_from_postings
 from hybrid_engine.lexical.bm25_params import BM25Params
 from hybrid_engine.lexical.postings import PostingsSearcher
+from hybrid_engine.lexical.postings_check import PostingsCheck
 from hybrid_engine.lexical.statistics import CollectionStats
 
 _NO_IMPACTS = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
@@ -20,6 +21,7 @@ def bm25_searcher(
     statistics: CollectionStats,
     doc_freqs: np.ndarray,
     cache_impacts: bool,
+    check: PostingsCheck | None,
 ) -> PostingsSearcher:
     """The ``PostingsSearcher`` scoring an index's postings with BM25.
 
@@ -36,6 +38,9 @@ def bm25_searcher(
         Integer ``(n_terms,)``: the collection's document frequency of each term id, for idf.
     cache_impacts : bool
         Decode every posting into the impact layout (8 bytes each) to score from.
+    check : PostingsCheck or None
+        The posting lists not checked yet (see ``PostingsSearcher``); all are checked first
+        when ``cache_impacts`` decodes them.
 
     Returns
     -------
@@ -50,9 +55,11 @@ def bm25_searcher(
     scoring = (METHODS[params.method], float(params.k1), float(params.delta))
     impacts = _NO_IMPACTS
     if cache_impacts:
+        if check is not None:
+            check.everything()
         impacts = impacts_from_postings(
             arrays["posting_offsets"], arrays["postings"], arrays["doc_freqs"], factors, *scoring
         )
     # The kernels' view of the postings (see ``_kernels.search_batch``).
     layout = (arrays["posting_offsets"], arrays["postings"], factors, *impacts, cache_impacts)
-    return PostingsSearcher(idf, arrays["doc_freqs"], layout, scoring, len(doc_lengths))
+    return PostingsSearcher(idf, arrays["doc_freqs"], layout, scoring, len(doc_lengths), check)

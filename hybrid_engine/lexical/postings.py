@@ -13,6 +13,7 @@ from hybrid_engine._threads import default_threads, run_split
 from hybrid_engine.checks import check_allowed, check_threads
 from hybrid_engine.lexical import _kernels as kernels
 from hybrid_engine.lexical._postings_decode import allowed_doc_freqs
+from hybrid_engine.lexical.postings_check import PostingsCheck
 from hybrid_engine.lexical.scratch import ScratchPool
 from hybrid_engine.results import SearchResult
 
@@ -33,6 +34,9 @@ class PostingsSearcher:
         As in ``kernels.search_batch``.
     n_docs : int
         Documents in the index.
+    check : PostingsCheck, optional
+        Posting lists not checked yet: each search checks those it reads first. None: all
+        are known to be well formed.
 
     Notes
     -----
@@ -48,6 +52,7 @@ class PostingsSearcher:
         layout: tuple,
         scoring: tuple,
         n_docs: int,
+        check: PostingsCheck | None = None,
     ) -> None:
         self._term_weights = term_weights
         self._doc_freqs = doc_freqs
@@ -55,6 +60,7 @@ class PostingsSearcher:
         self._scoring = scoring
         self._n_docs = n_docs
         self._scratch = ScratchPool(n_docs)
+        self._check = check
 
     def search(
         self,
@@ -71,9 +77,12 @@ class PostingsSearcher:
         ``allowed`` (None, or bool ``(n_docs,)``, checked by ``checks.check_allowed``) limits
         the hits to the documents it marks: a row is the unmasked ranking with the other
         documents removed, ids and scores alike. An all-False mask returns all-padding rows
-        without scoring. A hit scored beyond the float32 range is a ValueError.
+        without scoring. A hit scored beyond the float32 range is a ValueError; a malformed
+        posting list among those read, an ``IndexFormatError``.
         """
         terms, weights, offsets = queries
+        if self._check is not None:
+            self._check.terms(terms)
         n = len(offsets) - 1
         out = SearchResult.empty(n, k)
         if allowed is not None:
@@ -122,4 +131,6 @@ class PostingsSearcher:
         """For each term, how many documents with ``allowed[d]`` hold it: int64
         ``(n_terms,)`` (``allowed`` checked by ``checks.check_allowed``)."""
         allowed = check_allowed(allowed, self._n_docs)
+        if self._check is not None:
+            self._check.everything()
         return allowed_doc_freqs(self._layout, allowed)

@@ -20,6 +20,8 @@ from typing import Any
 import atheris
 import numpy as np
 
+from hybrid_engine.storage._files import NPY_ERRORS
+
 HOSTILE: tuple[Any, ...] = (
     None,
     True,
@@ -125,7 +127,7 @@ def _edit_array(array: np.ndarray, fdp: atheris.FuzzedDataProvider) -> Any:
 def _edit_npy(file: Path, fdp: atheris.FuzzedDataProvider) -> None:
     try:
         array = np.load(file, allow_pickle=False)
-    except (ValueError, OSError, EOFError):
+    except NPY_ERRORS:  # an earlier edit broke the header: edit its bytes instead
         _edit_bytes(file, fdp)
         return
     edited = _edit_array(array, fdp)
