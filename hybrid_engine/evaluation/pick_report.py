@@ -38,7 +38,7 @@ class StackFigures:
     ndcg_at_10, recall_at_100 : float
         Means over the judged queries (``evaluation.metrics``, pytrec_eval's definitions).
     p50_ms, p95_ms : float
-        Milliseconds per query, one query per call from its text (``runner.query_latency``).
+        Milliseconds per query, one query per call from its text (``scoring.query_latency``).
     eval_args : tuple of str
         The ``hybrid-engine eval`` options that score this configuration, e.g.
         ``("--retriever", "hybrid", "--fusion", "rrf")``.

@@ -24,13 +24,12 @@ from hybrid_engine.evaluation.pick_report import (
 from hybrid_engine.evaluation.pick_rules import rule_report
 from hybrid_engine.evaluation.runner import (
     BuildOptions,
-    Searcher,
     build_hybrid,
     documents_with_text,
-    evaluate_searcher,
     hybrid_searcher,
     load_reranker,
 )
+from hybrid_engine.evaluation.scoring import Searcher, evaluate_searcher
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.fusion import METHODS

@@ -28,7 +28,7 @@ from hybrid_engine.parents.fields import (
 )
 from hybrid_engine.parents.results import ChunkHit, ContextSpan, ParentHit, ParentSearchResult
 from hybrid_engine.pipeline.engine import HybridIndex
-from hybrid_engine.pipeline.stages import HybridResult
+from hybrid_engine.pipeline.result import HybridResult
 
 UNITS = ("documents", "chunks")
 """What ``search`` ranks: parent documents (their chunks aggregated) or the chunks."""

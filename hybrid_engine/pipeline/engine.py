@@ -33,15 +33,11 @@ from hybrid_engine.pipeline.engine_format import engine_config, leg_config
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.legs import DEFAULT_RETRIEVERS, Legs, check_legs, check_retrievers
 from hybrid_engine.pipeline.lifecycle import Lifecycle
+from hybrid_engine.pipeline.plan import SearchPlan
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
+from hybrid_engine.pipeline.result import HybridResult
 from hybrid_engine.pipeline.stack import DEFAULT_DEPTH, Stack, build_retrievers, search_options
-from hybrid_engine.pipeline.stages import (
-    HybridResult,
-    Models,
-    SearchPlan,
-    check_query_vectors,
-    run_search,
-)
+from hybrid_engine.pipeline.stages import Models, check_query_vectors, run_search
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.sparse.index import SpladeIndex
 

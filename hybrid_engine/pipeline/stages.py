@@ -9,195 +9,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
-from hybrid_engine.checks import check_int, check_k, nonblank_rows
-from hybrid_engine.live.snapshot import Hit, Masks, Snapshot
-from hybrid_engine.metadata import Filter
-from hybrid_engine.pipeline.budget import check_budget
+from hybrid_engine.checks import nonblank_rows
+from hybrid_engine.live.snapshot import Masks, Snapshot
 from hybrid_engine.pipeline.degradation import Health
-from hybrid_engine.pipeline.fusion import check_method, check_weights, fuse
+from hybrid_engine.pipeline.fusion import fuse
 from hybrid_engine.pipeline.guard import StageRunner
-from hybrid_engine.pipeline.legs import leg_weights
 from hybrid_engine.pipeline.mmr import mmr
-from hybrid_engine.pipeline.rerank import RerankerVerdict, check_blend, rerank
+from hybrid_engine.pipeline.plan import SearchPlan
+from hybrid_engine.pipeline.rerank import rerank
+from hybrid_engine.pipeline.result import HybridResult
 from hybrid_engine.protocols import PairScorer, SparseEncoder, TextEncoder
 from hybrid_engine.results import PAD_ID, SearchResult
-
-
-@dataclass(frozen=True)
-class HybridResult(SearchResult):
-    """A ``SearchResult`` plus the wall-clock milliseconds of each stage of the call.
-
-    Attributes
-    ----------
-    timings : dict of str to float
-        ``"bm25"``, ``"dense"`` and ``"splade"`` (query encoding included) for the legs used,
-        ``"filter"``, ``"fusion"``, ``"rerank"`` and ``"mmr"`` (when used) and ``"total"``;
-        a stage left out has none.
-    degraded : list of str
-        Stages left out because they failed (or their model was not loaded), in stage order:
-        the result is fused from the other legs, or not reranked (docs/degradation.md).
-    skipped : list of str
-        Stages left out to keep ``budget_ms``: skipped before they started, or abandoned at
-        their deadline.
-    reasons : dict of str to str
-        Why each stage of ``degraded`` and ``skipped`` was left out: ``"error: ..."``, ``"not
-        loaded: ..."``, ``"budget"``, ``"timeout"``, ``"busy"`` (its abandoned call of an
-        earlier search is still running), or the missing stage MMR needed.
-
-    ``ids`` are positions in the snapshot the search ran on; ``doc_ids`` and ``hits`` read
-    the documents from that snapshot, whatever was committed since.
-    """
-
-    timings: dict[str, float] = field(default_factory=dict)
-    snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
-    degraded: list[str] = field(default_factory=list, kw_only=True)
-    skipped: list[str] = field(default_factory=list, kw_only=True)
-    reasons: dict[str, str] = field(default_factory=dict, kw_only=True)
-
-    @property
-    def doc_ids(self) -> list[list[str]]:
-        """The external ids of each query's hits, best first (padding left out)."""
-        snapshot = self._documents()
-        return [[snapshot.doc_id(int(i)) for i in row if i != PAD_ID] for row in self.ids]
-
-    def hits(self) -> list[list[Hit]]:
-        """Each query's hits, best first: id, score, title, text and metadata."""
-        snapshot = self._documents()
-        return [
-            [
-                snapshot.hit(int(i), float(s))
-                for i, s in zip(row, scores, strict=True)
-                if i != PAD_ID
-            ]
-            for row, scores in zip(self.ids, self.scores, strict=True)
-        ]
-
-    def _documents(self) -> Snapshot:
-        if self.snapshot is None:
-            raise ValueError(
-                "this result was not returned by HybridIndex.search: it has no documents"
-            )
-        return self.snapshot
-
-
-@dataclass(frozen=True)
-class SearchPlan:
-    """What one search runs, every parameter already checked (``checked``; ``HybridIndex.search``
-    documents them).
-
-    Attributes
-    ----------
-    k : int
-        Hits per query returned.
-    fusion : str
-        ``fuse``'s method.
-    weights : list of float or None
-        ``fuse``'s weights, in the order of the legs.
-    depth : int
-        Hits each leg hands to fusion (at least ``candidates`` are used).
-    rerank : int or None
-        Fused hits the cross-encoder re-orders; None: no reranking.
-    blend : float or None
-        ``rerank``'s blend weight.
-    mmr : float or None
-        MMR's lambda; None: no MMR.
-    mmr_pool : int
-        Candidates MMR picks ``k`` from, >= ``k``.
-    where : Filter or None
-        The documents searched, compiled; None: all of them.
-    strict : bool
-        A failing stage raises instead of being left out.
-    budget_ms : float or None
-        The time budget of the optional stages (``budget``); None: no budget.
-    """
-
-    k: int
-    fusion: str
-    weights: list[float] | None
-    depth: int
-    rerank: int | None
-    blend: float | None
-    mmr: float | None
-    mmr_pool: int
-    where: Filter | None
-    strict: bool = False
-    budget_ms: float | None = None
-
-    @classmethod
-    def checked(
-        cls,
-        k: int,
-        *,
-        fusion: str,
-        weights: Mapping[str, float] | None,
-        depth: int,
-        rerank: int | None,
-        blend: float | None,
-        mmr: float | None,
-        mmr_candidates: int,
-        filter: Mapping[str, Any] | Filter | None,
-        retrievers: tuple[str, ...],
-        verdict: RerankerVerdict | None,
-        strict: bool = False,
-        budget_ms: float | None = None,
-    ) -> SearchPlan:
-        """The plan of ``HybridIndex.search``'s parameters (documented there) for an engine
-        of ``retrievers`` whose reranker got ``verdict`` from its gate (None: no reranker).
-        A reranker the gate refused leaves ``rerank`` None: the fused ranking is served.
-
-        Raises
-        ------
-        ValueError, TypeError
-            As ``HybridIndex.search`` raises them for bad parameters.
-        """
-        plan_weights = leg_weights(weights, retrievers)
-        if mmr is not None and "dense" not in retrievers:
-            raise ValueError(
-                "mmr needs the dense retriever; build with retrievers=('bm25', 'dense')"
-            )
-        if rerank is not None and verdict is None:
-            raise ValueError(
-                "rerank needs a cross-encoder: pass reranker=CrossEncoder.load(...) to build or "
-                "load, or use engine.with_reranker(...)"
-            )
-        check_method(fusion)  # what the stages would raise, raised before any runs
-        if plan_weights is not None:
-            check_weights(plan_weights, len(plan_weights))
-        check_blend(blend)
-        if mmr is not None and not (isinstance(mmr, (int, float)) and 0.0 <= mmr <= 1.0):
-            raise ValueError(f"mmr must be None or a lambda in [0, 1], got {mmr!r}")
-        where = Filter.compile(filter) if filter is not None else None
-        verdict = verdict if rerank is not None else None
-        reranking = verdict is not None and verdict.use  # refused: serve the fused ranking
-        k = check_k(k)
-        return cls(
-            k=k,
-            fusion=fusion,
-            weights=plan_weights,
-            depth=check_int("depth", depth, 1),
-            rerank=check_int("rerank", rerank, 1) if reranking else None,
-            blend=blend if blend is not None or verdict is None else verdict.blend,
-            mmr=mmr,
-            mmr_pool=max(k, check_int("mmr_candidates", mmr_candidates, 1)),
-            where=where,
-            strict=_check_strict(strict),
-            budget_ms=check_budget(budget_ms),
-        )
-
-    @property
-    def candidates(self) -> int:
-        """Fused hits kept per query: enough for the reranker and MMR."""
-        return max(self.mmr_pool if self.mmr is not None else self.k, self.rerank or 0)
-
-    @property
-    def width(self) -> int:
-        """Hits each leg is asked for."""
-        return max(self.candidates, self.depth)
 
 
 @dataclass(frozen=True)
@@ -208,12 +34,6 @@ class Models:
     encoder: TextEncoder | None
     splade_encoder: SparseEncoder | None
     reranker: PairScorer | None
-
-
-def _check_strict(strict: object) -> bool:
-    if not isinstance(strict, bool):
-        raise TypeError(f"strict must be True or False, got {strict!r}")
-    return strict
 
 
 def check_query_vectors(

@@ -10,7 +10,7 @@ import numpy as np
 from hybrid_engine.checks import check_int, check_queries
 from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
-from hybrid_engine.pipeline.stages import HybridResult
+from hybrid_engine.pipeline.result import HybridResult
 from hybrid_engine.results import SearchResult
 from hybrid_engine.strategies.parsing import passage
 from hybrid_engine.strategies.prompts import PROMPTS, Prompts

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from hybrid_engine.pipeline.engine import HybridIndex
-from hybrid_engine.pipeline.stages import HybridResult
+from hybrid_engine.pipeline.result import HybridResult
 from hybrid_engine.results import SearchResult
 
 Generate = Callable[[str], str]

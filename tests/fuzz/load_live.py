@@ -17,7 +17,7 @@ from dense_oracle import HashingEncoder
 from sparse_oracle import HashingSparseEncoder
 
 from hybrid_engine import HybridIndex
-from hybrid_engine.pipeline.stages import HybridResult
+from hybrid_engine.pipeline.result import HybridResult
 from tests.fuzz._corpus import corpus
 from tests.fuzz._harness import main
 from tests.fuzz._loading import edited, load_then_search, saved

@@ -1,0 +1,135 @@
+"""What one ``HybridIndex.search`` runs: its parameters, checked once before any stage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hybrid_engine.checks import check_int, check_k
+from hybrid_engine.metadata import Filter
+from hybrid_engine.pipeline.budget import check_budget
+from hybrid_engine.pipeline.fusion import check_method, check_weights
+from hybrid_engine.pipeline.legs import leg_weights
+from hybrid_engine.pipeline.rerank import RerankerVerdict, check_blend
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """What one search runs, every parameter already checked (``checked``; ``HybridIndex.search``
+    documents them).
+
+    Attributes
+    ----------
+    k : int
+        Hits per query returned.
+    fusion : str
+        ``fuse``'s method.
+    weights : list of float or None
+        ``fuse``'s weights, in the order of the legs.
+    depth : int
+        Hits each leg hands to fusion (at least ``candidates`` are used).
+    rerank : int or None
+        Fused hits the cross-encoder re-orders; None: no reranking.
+    blend : float or None
+        ``rerank``'s blend weight.
+    mmr : float or None
+        MMR's lambda; None: no MMR.
+    mmr_pool : int
+        Candidates MMR picks ``k`` from, >= ``k``.
+    where : Filter or None
+        The documents searched, compiled; None: all of them.
+    strict : bool
+        A failing stage raises instead of being left out.
+    budget_ms : float or None
+        The time budget of the optional stages (``budget``); None: no budget.
+    """
+
+    k: int
+    fusion: str
+    weights: list[float] | None
+    depth: int
+    rerank: int | None
+    blend: float | None
+    mmr: float | None
+    mmr_pool: int
+    where: Filter | None
+    strict: bool = False
+    budget_ms: float | None = None
+
+    @classmethod
+    def checked(
+        cls,
+        k: int,
+        *,
+        fusion: str,
+        weights: Mapping[str, float] | None,
+        depth: int,
+        rerank: int | None,
+        blend: float | None,
+        mmr: float | None,
+        mmr_candidates: int,
+        filter: Mapping[str, Any] | Filter | None,
+        retrievers: tuple[str, ...],
+        verdict: RerankerVerdict | None,
+        strict: bool = False,
+        budget_ms: float | None = None,
+    ) -> SearchPlan:
+        """The plan of ``HybridIndex.search``'s parameters (documented there) for an engine
+        of ``retrievers`` whose reranker got ``verdict`` from its gate (None: no reranker).
+        A reranker the gate refused leaves ``rerank`` None: the fused ranking is served.
+
+        Raises
+        ------
+        ValueError, TypeError
+            As ``HybridIndex.search`` raises them for bad parameters.
+        """
+        plan_weights = leg_weights(weights, retrievers)
+        if mmr is not None and "dense" not in retrievers:
+            raise ValueError(
+                "mmr needs the dense retriever; build with retrievers=('bm25', 'dense')"
+            )
+        if rerank is not None and verdict is None:
+            raise ValueError(
+                "rerank needs a cross-encoder: pass reranker=CrossEncoder.load(...) to build or "
+                "load, or use engine.with_reranker(...)"
+            )
+        check_method(fusion)  # what the stages would raise, raised before any runs
+        if plan_weights is not None:
+            check_weights(plan_weights, len(plan_weights))
+        check_blend(blend)
+        if mmr is not None and not (isinstance(mmr, (int, float)) and 0.0 <= mmr <= 1.0):
+            raise ValueError(f"mmr must be None or a lambda in [0, 1], got {mmr!r}")
+        where = Filter.compile(filter) if filter is not None else None
+        verdict = verdict if rerank is not None else None
+        reranking = verdict is not None and verdict.use  # refused: serve the fused ranking
+        k = check_k(k)
+        return cls(
+            k=k,
+            fusion=fusion,
+            weights=plan_weights,
+            depth=check_int("depth", depth, 1),
+            rerank=check_int("rerank", rerank, 1) if reranking else None,
+            blend=blend if blend is not None or verdict is None else verdict.blend,
+            mmr=mmr,
+            mmr_pool=max(k, check_int("mmr_candidates", mmr_candidates, 1)),
+            where=where,
+            strict=_check_strict(strict),
+            budget_ms=check_budget(budget_ms),
+        )
+
+    @property
+    def candidates(self) -> int:
+        """Fused hits kept per query: enough for the reranker and MMR."""
+        return max(self.mmr_pool if self.mmr is not None else self.k, self.rerank or 0)
+
+    @property
+    def width(self) -> int:
+        """Hits each leg is asked for."""
+        return max(self.candidates, self.depth)
+
+
+def _check_strict(strict: object) -> bool:
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be True or False, got {strict!r}")
+    return strict
