@@ -4,9 +4,10 @@ ENOSPC (a full disk: that call and every later one), or the process dies there, 
 stops half way and the process dies.
 
 After each: the last committed state reopens and equals what was committed (documents, BM25
-results against a fresh build, cached vectors against their oracle); a failure raised a clear
-error (the cache, whose vectors are in hand, warns and returns them); and the next operation
-(or, for the cache, the next open) leaves no temporary file behind.
+results against a fresh build, cached vectors against their oracle), and that reopening (the
+next load or open) leaves no temporary file behind; a failure raised a clear error (the
+cache, whose vectors are in hand, warns and returns them); and the next operation succeeds
+and leaves nothing either (a hybrid save to the directory a killed first save left, too).
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ def _bm25_prepare(work: Path) -> tuple:
 
 def _bm25_check(work: Path, finished: bool) -> None:
     assert _bm25_version(work / "index") in ({1} if finished else {0, 1})
+    assert names(work) == ["index"]  # the load removed the slot the save left
 
 
 def _bm25_recover(work: Path) -> None:
@@ -108,16 +110,15 @@ def _hybrid_check(work: Path, finished: bool) -> None:
     with engine:
         assert live_documents(engine) == INITIAL[: crash_targets.HYBRID_SIZES[0]]
         assert_bm25_equals_fresh(engine)
+    _assert_only_committed(path)
 
 
 def _hybrid_recover(work: Path) -> None:
+    """A save to the same path: over what a killed first save left there (no commit point)."""
     path = work / "hybrid"
-    if path.exists() and not commits.is_live_index(path):
-        shutil.rmtree(path)  # what a killed first save left: never an index
-    if not path.exists():
+    if not commits.is_live_index(path):
         crash_targets.save_hybrid(path, crash_targets.HYBRID_SIZES[0])
     _hybrid_check(work, True)
-    _assert_only_committed(path)
 
 
 def _assert_only_committed(path: Path) -> None:
@@ -129,9 +130,13 @@ def _assert_only_committed(path: Path) -> None:
 
 
 def _reopen_live(path: Path) -> list[dict]:
+    """The live documents at ``path``, checked against a fresh build; the load left only
+    what the latest commit point names."""
     with HybridIndex.load(path, encoder=HashingEncoder()) as engine:
         assert_bm25_equals_fresh(engine)
-        return live_documents(engine)
+        documents = live_documents(engine)
+    _assert_only_committed(path)
+    return documents
 
 
 def _commit_prepare(work: Path) -> tuple:

@@ -15,7 +15,8 @@ into place), then the commit point: written to a temporary file, fsynced, rename
 before it leaves the previous commit point as the latest, a crash after it the new one; either
 way every file the latest commit names is complete. Files that no commit point names (older
 segments and masks, temporary files and slots of an interrupted write) are removed by the
-writer after each commit and when it first takes the lock.
+writer after each commit and when it first takes the lock, and by a load that finds the lock
+free (``leftovers``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,20 +196,32 @@ def remove_unreferenced(path: Path, point: CommitPoint) -> None:
     """Remove what ``point`` does not name: older commit points, segments, masks, temporary
     files and slots of interrupted writes. Only the writer (holding the lock) calls this.
     Never raises: what cannot be removed now is left for the writer's next try."""
+    keep = named(point)
+    with contextlib.suppress(OSError):
+        remove_entries(path, [name for name in os.listdir(path) if name not in keep])
+
+
+def named(point: CommitPoint) -> set[str]:
+    """The entries of an index directory that ``point`` uses: itself, its segment
+    directories and deletion mask files, and the lock."""
     keep = {_commit_file(point.generation), LOCK}
     for entry in point.segments:
         keep.add(entry.name)
         if entry.deletes is not None:
             keep.add(entry.deletes)
-    with contextlib.suppress(OSError):
-        for child in list(path.iterdir()):
-            if child.name in keep:
-                continue
+    return keep
+
+
+def remove_entries(path: Path, names: Iterable[str]) -> None:
+    """Remove the entries ``names`` of directory ``path`` (directories with what they hold; a
+    symbolic link, not what it points to). Never raises: what cannot be removed stays."""
+    for name in names:
+        child = path / name
+        with contextlib.suppress(OSError):
             if child.is_dir() and not child.is_symlink():
                 shutil.rmtree(child, ignore_errors=True)
             else:
-                with contextlib.suppress(OSError):
-                    child.unlink()
+                child.unlink()
 
 
 class WriterLock:
@@ -215,22 +229,74 @@ class WriterLock:
     writer at a time, across threads and processes."""
 
     def __init__(self, path: Path) -> None:
-        """Take the lock; WriterLockedError when another writer holds it."""
+        """Take the lock; WriterLockedError when another writer holds it. A load that holds
+        it for a moment to remove leftovers (``lock_if_free``) is waited for, not reported."""
         self._fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            if not _try_lock(self._fd) and not _try_lock_once_tidied(path, self._fd):
+                raise WriterLockedError(
+                    f"another writer holds {path / LOCK}: one engine (thread or process) at a "
+                    "time may change an index directory; close the other one (engine.close()) "
+                    "or open this one only to search"
+                )
+        except BaseException:
             os.close(self._fd)
-            raise WriterLockedError(
-                f"another writer holds {path / LOCK}: one engine (thread or process) at a time "
-                "may change an index directory; close the other one (engine.close()) or open "
-                "this one only to search"
-            ) from None
+            raise
 
     def release(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = -1
+
+
+@contextlib.contextmanager
+def lock_if_free(path: Path) -> Iterator[bool]:
+    """Hold the write lock of the index at ``path`` for the block if no writer holds it now
+    (never waits); yields whether it does.
+
+    While the block runs the directory itself is locked too (``flock``, exclusive): a writer
+    that finds the write lock taken waits for that one to go before it reports another
+    writer, so a load tidying the directory never makes a writer fail. Raises ``OSError``
+    where the directory or its lock cannot be opened or locked (no ``write.lock``, a
+    filesystem without ``flock``).
+    """
+    directory = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if not _try_lock(directory):
+            yield False  # another load is tidying
+            return
+        lock = os.open(path / LOCK, os.O_RDONLY)
+        try:
+            yield _try_lock(lock)
+        finally:
+            os.close(lock)  # first the write lock, then the directory's
+    finally:
+        os.close(directory)
+
+
+def _try_lock(fd: int) -> bool:
+    """Take the exclusive ``flock`` of ``fd`` unless someone holds one."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _try_lock_once_tidied(path: Path, fd: int) -> bool:
+    """Wait until no load holds the directory ``path`` locked (``lock_if_free``), then try
+    the write lock ``fd`` again, holding the directory's shared lock so that no other load
+    takes the write lock meanwhile."""
+    try:
+        directory = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:  # nothing to wait for: no load can have locked it either
+        return _try_lock(fd)
+    try:
+        with contextlib.suppress(OSError):  # a filesystem without flock: as above
+            fcntl.flock(directory, fcntl.LOCK_SH)
+        return _try_lock(fd)
+    finally:
+        os.close(directory)
 
 
 def _generations(path: Path) -> list[int]:

@@ -21,7 +21,7 @@ import numpy as np
 from hybrid_engine.corpus import Document
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.errors import IndexFormatError, UnknownIdError
-from hybrid_engine.live import commits
+from hybrid_engine.live import commits, leftovers
 from hybrid_engine.live.commits import CommitPoint, SegmentEntry, WriterLock
 from hybrid_engine.live.config import EngineConfig
 from hybrid_engine.live.merge_policy import MergePolicy
@@ -358,15 +358,19 @@ class LiveState:
 
     def attach(self, path: Path) -> None:
         """Write the committed state to the new (or empty) directory ``path`` as its first
-        commit and attach to it; staged mutations stay staged."""
+        commit and attach to it; staged mutations stay staged. What a killed first save left
+        in ``path`` is removed first (``leftovers.first_save_leftovers`` says what qualifies;
+        FileExistsError for anything else)."""
         with self._lock:
-            if path.exists() and any(path.iterdir()):
-                raise FileExistsError(
-                    f"{path} exists and is not empty; save to a new path (or remove it first)"
-                )
+            leftovers.first_save_leftovers(path)  # refused before anything is written there
             created = not path.exists()
             path.mkdir(parents=True, exist_ok=True)
             writer = WriterLock(path)
+            try:  # checked again under the lock: a save there may have committed since
+                commits.remove_entries(path, leftovers.first_save_leftovers(path))
+            except BaseException:
+                writer.release()
+                raise
             previous_path, previous_generation = self.path, self.generation
             self.path, self.generation = path, 0
             try:

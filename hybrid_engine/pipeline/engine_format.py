@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from hybrid_engine._version import __version__
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.live import commits
+from hybrid_engine.live import commits, leftovers
 from hybrid_engine.live.config import EngineConfig
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.bi_encoder import Encoder
@@ -110,7 +110,9 @@ def read_engine(
     """The last commit of the index at ``path`` (``HybridIndex.load`` documents the
     arguments), attached to it; started over when a writer removed its files meanwhile. With
     ``allow_degraded``, a leg whose recorded model is missing or damaged is left out of the
-    state, with a ``DegradedWarning``.
+    state, with a ``DegradedWarning``. What interrupted writes left there is removed first,
+    when no writer holds the lock (``leftovers.remove_at_open``: best-effort, skipped where
+    this process may not write).
 
     Returns
     -------
@@ -129,6 +131,7 @@ def read_engine(
         With ``allow_degraded``, every leg's model failed: nothing is left to search.
     """
     _refuse_immutable(path)
+    leftovers.remove_at_open(path)
     for attempt in range(_OPEN_ATTEMPTS):
         point = commits.read_commit(path)
         try:

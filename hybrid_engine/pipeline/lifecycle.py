@@ -144,10 +144,21 @@ class Lifecycle:
         """Write the last commit to the new (or empty) directory ``path`` as a live index and
         attach this engine to it: later commits go there (staged changes stay staged).
 
+        A directory that a killed save (of this kind, to a new directory) left without a
+        commit point counts as empty: what it holds is removed first. It qualifies only when
+        it holds ``write.lock`` and otherwise nothing but entries of the live index's layout
+        (segment directories ``seg-N`` and their slots ``.seg-N.old-*``, deletion masks
+        ``seg-N.del-G.npy``, temporary ``.*.tmp`` masks and commit points), and no commit
+        point (``live.leftovers.first_save_leftovers``).
+
         Raises
         ------
         FileExistsError
-            ``path`` exists and is not empty.
+            ``path`` exists and is not empty: it holds a live index (a commit point), or
+            anything that no interrupted save leaves (the message names it); nothing in it
+            is changed.
+        WriterLockedError
+            Another engine is saving to ``path`` now.
         """
         self._check_writable()
         self._state.attach(Path(path))
@@ -165,6 +176,13 @@ class Lifecycle:
         allow_degraded: bool = False,
     ) -> _Self:
         """Open the last commit of an index directory; the engine is attached to it.
+
+        What interrupted writes (a killed commit or merge) left in the directory is removed
+        first, when no writer holds its lock (taken without waiting, given back at once):
+        the entries of the live layout that the last commit point does not name. This is
+        best-effort: where this process may not write to the directory (a read-only one, or
+        no permission) nothing is removed and the load goes on silently; the next writer
+        removes them then.
 
         Parameters
         ----------

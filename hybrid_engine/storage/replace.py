@@ -13,13 +13,15 @@ How a save replaces an index at ``PATH``, so that readers and crashes only ever 
   through it: a save that lands meanwhile changes nothing it reads. A composite index read part
   by part (its sub-directories, or component files opened by path) gets all its parts from one
   save only when they are read under one ``open_index_dir``.
-- After each save, the slots that no save holds and in which no reader holds a directory are
+- After each save, and at each load (``open_index_dir``, where the loader may write beside
+  ``PATH``), the slots that no save holds and in which no reader holds a directory are
   removed: previous versions, and what killed saves left. A version a reader still holds stays
-  until a save after that reader is done.
+  until a save or a load after that reader is done.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -184,6 +186,18 @@ def _remove_unused(target: Path) -> None:
             _remove_if_unused(slot)
 
 
+def _remove_unused_at_load(target: Path) -> None:
+    """``_remove_unused``, best-effort, for a load of ``target``: nothing where this process
+    may not write beside it (a read-only directory, no permission) or when ``target`` is a
+    pinned version or inside one (``/proc/self/fd/N``: saves never leave slots there), and
+    errors are ignored (an unreadable folder, a slot removed meanwhile)."""
+    if target.is_relative_to(_PROC_FD):
+        return
+    with contextlib.suppress(OSError):
+        if os.access(target.parent, os.W_OK | os.X_OK):
+            _remove_unused(target)
+
+
 def remove_unused_slots(folder: Path) -> None:
     """Remove the slots in ``folder``, of any index there, that no save and no reader holds,
     except one holding the only copy of an index (put back by the next load): what killed
@@ -263,6 +277,12 @@ def open_index_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     only. Elsewhere it is ``path`` itself: the files stay, but a save during the block makes
     ``path`` name the new version. Thread-safety: any number of readers and saves at once.
 
+    Once ``path`` is open, the slots beside it that no save and no reader holds (what killed
+    saves left, versions no reader holds any more) are removed, as after a save: under the
+    same locks, so never one a save is writing or a reader is reading. Best-effort: skipped
+    silently where this process may not write beside ``path`` (a read-only directory, a
+    reader without write permission); what cannot be removed stays for the next save.
+
     Raises
     ------
     IndexFormatError
@@ -271,6 +291,7 @@ def open_index_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     fd = _open_current(Path(path))
     try:
+        _remove_unused_at_load(Path(path))
         yield _PROC_FD / str(fd) if _PROC_FD.is_dir() else Path(path)
     finally:
         os.close(fd)
