@@ -1,7 +1,7 @@
-"""The dense numba kernels (exact re-scoring, scores of allowed rows, the graph-file check) run
-as plain Python (NUMBA_DISABLE_JIT=1) in a subprocess: the results equal the oracle and the
-compiled run's, a masked search included, and the graph check accepts a sound graph and refuses
-a broken one."""
+"""The dense numba kernels (exact re-scoring, scores of allowed rows, the graph-file check and
+the memory-mapped graph search) run as plain Python (NUMBA_DISABLE_JIT=1) in a subprocess: the
+results equal the oracle and the compiled run's, a masked search included, and the graph check
+accepts a sound graph and refuses a broken one."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ for name, index in build().items():
     np.testing.assert_array_equal(masked.ids, np.flatnonzero(ALLOWED)[ids])
     np.testing.assert_array_equal(masked.scores, scores)
     out[f"{name}_masked_ids"], out[f"{name}_masked_scores"] = masked.ids, masked.scores
+    out[f"{name}_mapped_ids"] = DenseIndex.load(path, mmap=True).search(QUERIES, 7).ids
 graph = Path(sys.argv[2]) / "graph" / "graph.hnsw"
 data = bytearray(graph.read_bytes())
 data[-4:] = (10**6).to_bytes(4, "little")  # the last upper-level link
@@ -95,6 +96,7 @@ def test_kernels_without_jit_equal_oracle_and_jit(tmp_path) -> None:
         np.testing.assert_array_equal(exact.scores, knn(VECTORS, QUERIES, 7, index.metric)[1])
         np.testing.assert_array_equal(nojit[f"{name}_scores"], exact.scores)
         np.testing.assert_array_equal(nojit[f"{name}_ids"], index.search(QUERIES, 7).ids)
+        np.testing.assert_array_equal(nojit[f"{name}_mapped_ids"], index.search(QUERIES, 7).ids)
         masked = index.search(QUERIES, 7, allowed=ALLOWED)
         np.testing.assert_array_equal(nojit[f"{name}_masked_ids"], masked.ids)
         np.testing.assert_array_equal(nojit[f"{name}_masked_scores"], masked.scores)

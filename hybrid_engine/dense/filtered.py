@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import math
 
-import hnswlib
 import numpy as np
 
 from hybrid_engine.dense import knn as _knn
+from hybrid_engine.dense.mapped_graph import Graph
 
 SHORTFALL_SIGMAS = 3.0
 """How far below its mean (in standard deviations) the count of allowed candidates in a graph
@@ -82,7 +82,7 @@ def plan(k: int, n_allowed: int, n: int, ef_search: int, m: int) -> int | None:
 
 
 def graph_allowed(
-    graph: hnswlib.Index,
+    graph: Graph,
     vectors: np.ndarray,
     queries: np.ndarray,
     allowed: np.ndarray,
@@ -96,7 +96,7 @@ def graph_allowed(
 
     Parameters
     ----------
-    graph : hnswlib.Index
+    graph : hnswlib.Index or MappedGraph
         Over ``vectors``, labelled by position; searched with ``ef = max(its ef, size)``.
     vectors : numpy.ndarray
         float32, ``(n, dim)``.

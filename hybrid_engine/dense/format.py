@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import hnswlib
 import numpy as np
 
 from hybrid_engine.checks import check_int
 from hybrid_engine.corpus import DocIds
 from hybrid_engine.dense import hnsw as _hnsw
+from hybrid_engine.dense.mapped_graph import Graph, MappedGraph
 from hybrid_engine.dense.params import DenseParams
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.storage import open_index_dir, read_index_dir, write_index_dir
@@ -34,7 +34,7 @@ class SavedDense:
     params: DenseParams
     ef_search: int
     model_hash: str | None
-    graph: hnswlib.Index | None
+    graph: Graph | None
 
 
 def write_dense(
@@ -44,7 +44,7 @@ def write_dense(
     params: DenseParams,
     ef_search: int,
     model_hash: str | None,
-    graph: hnswlib.Index | None,
+    graph: Graph | None,
 ) -> None:
     """Write a dense index to directory ``path`` atomically."""
     arrays = {"vectors": vectors, **doc_ids.arrays()}
@@ -81,9 +81,10 @@ def read_dense(path: str | os.PathLike[str], *, mmap: bool, verify: bool) -> Sav
             mmap=mmap,
             verify=verify,
             components=(GRAPH_FILE,),
+            verify_components=verify or not mmap,
             shown_as=path,
         )
-        return _checked(path, root, manifest, arrays)
+        return _checked(path, root, manifest, arrays, mapped=mmap and not verify)
 
 
 def _checked(
@@ -91,8 +92,12 @@ def _checked(
     root: Path,
     manifest: dict[str, Any],
     arrays: dict[str, np.ndarray],
+    *,
+    mapped: bool,
 ) -> SavedDense:
-    """The read index of ``path`` (pinned at ``root``), checked; its graph loaded."""
+    """The read index of ``path`` (pinned at ``root``), checked; its graph loaded into hnswlib
+    (checked in full), or with ``mapped`` memory-mapped (its header checked, the rest at use:
+    ``MappedGraph``)."""
     try:
         saved = manifest["params"]
         # Every parameter must be recorded: a missing one would silently take its default.
@@ -112,9 +117,9 @@ def _checked(
         raise IndexFormatError(f"{path}: bad manifest entry ({exc}); rebuild the index") from None
     _check_arrays(path, arrays, n_docs, dim, "doc_id_bytes" in arrays)
     doc_ids = DocIds.from_saved(path, saved_ids, arrays, n_docs)
-    graph = None
+    graph: Graph | None = None
     if GRAPH_FILE in manifest["files"]:
-        graph = _hnsw.load(
+        graph_file = _hnsw.read_header(
             root / GRAPH_FILE,
             n_docs,
             dim,
@@ -122,6 +127,7 @@ def _checked(
             params.ef_construction,
             shown_as=Path(path) / GRAPH_FILE,
         )
+        graph = MappedGraph(graph_file) if mapped else _hnsw.load(graph_file)
     return SavedDense(arrays["vectors"], doc_ids, params, ef_search, model_hash, graph)
 
 

@@ -51,7 +51,7 @@ class DenseIndex(DenseGrowth):
     while another thread uses the same index.
 
     Memory: the vectors are held once as a float32 array and once more inside the graph (when
-    there is one); a saved index stores both.
+    there is one); a saved index stores both. ``load(mmap=True)`` maps both files instead.
     """
 
     # -- construction -------------------------------------------------------------------------
@@ -276,7 +276,7 @@ class DenseIndex(DenseGrowth):
         *,
         encoder: TextEncoder | None = None,
         mmap: bool = False,
-        verify: bool = True,
+        verify: bool | None = None,
     ) -> DenseIndex:
         """Read an index saved by ``save``.
 
@@ -288,11 +288,17 @@ class DenseIndex(DenseGrowth):
             Needed for text queries and adds. Its ``model_hash`` must be the one the index
             recorded (when it recorded one) and its ``dim`` the index's.
         mmap : bool
-            Memory-map the vectors read-only instead of reading them (the graph is always read
-            into memory).
-        verify : bool
-            Check the arrays' sha256 (one pass over them). The graph's sha256 and structure are
-            always checked: hnswlib trusts its file.
+            Memory-map the vectors read-only instead of reading them. Without ``verify``, the
+            graph too: it is searched in its file (``dense.mapped_graph``), each link and label
+            checked as a search reads it, so the load does work independent of the index's
+            size and the process holds only the pages searches touch. ``add`` then reads the
+            graph into hnswlib first (checked in full, held in memory).
+        verify : bool, optional
+            Check every file's sha256 now (one pass over them), and read the graph into
+            hnswlib, which trusts its file, after checking its every link and label. Without,
+            with ``mmap``, a malformed graph record makes the search that meets it raise
+            ``IndexFormatError``. None (the default): ``not mmap``. Without ``mmap`` the
+            graph is always checked in full.
 
         Raises
         ------
@@ -303,6 +309,7 @@ class DenseIndex(DenseGrowth):
         TypeError
             An encoder that is not a ``TextEncoder``.
         """
+        verify = not mmap if verify is None else verify
         saved = read_dense(path, mmap=mmap, verify=verify)
         if encoder is not None:
             check_loaded_encoder(path, encoder, saved.vectors.shape[1], saved.model_hash)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hnswlib
 import numpy as np
 
 from hybrid_engine.checks import check_int
@@ -10,6 +9,7 @@ from hybrid_engine.dense import filtered as _filtered
 from hybrid_engine.dense import hnsw as _hnsw
 from hybrid_engine.dense import knn as _knn
 from hybrid_engine.dense import vectors as _vectors
+from hybrid_engine.dense.mapped_graph import Graph, MappedGraph
 from hybrid_engine.dense.params import DenseParams
 from hybrid_engine.results import SearchResult
 
@@ -29,7 +29,7 @@ class VectorStore:
         count: int,
         params: DenseParams,
         ef_search: int,
-        graph: hnswlib.Index | None,
+        graph: Graph | None,
     ) -> None:
         """Over checked, prepared rows; ``graph`` holds them all, or is None."""
         self._buffer = buffer
@@ -68,7 +68,7 @@ class VectorStore:
         return self._params
 
     @property
-    def graph(self) -> hnswlib.Index | None:
+    def graph(self) -> Graph | None:
         return self._graph
 
     @property
@@ -165,9 +165,10 @@ class VectorStore:
     def append(self, matrix: np.ndarray, num_threads: int) -> None:
         """Add prepared rows; crossing the threshold builds the graph.
 
-        On an error the rows are not added; a graph that was being extended is dropped (it
-        could return positions past the vectors), so searches are exact until an ``append``
-        builds one again.
+        A memory-mapped graph is first read into hnswlib (``MappedGraph.loaded``: checked in
+        full, then held in memory). On an error the rows are not added; a graph that was being
+        extended is dropped (it could return positions past the vectors), so searches are
+        exact until an ``append`` builds one again.
         """
         start, stop = self._count, self._count + len(matrix)
         if start == stop:
@@ -178,6 +179,9 @@ class VectorStore:
         buffer = _vectors.grown(buffer, start, stop - start)
         buffer[start:stop] = matrix
         graph, params = self._graph, self._params
+        if isinstance(graph, MappedGraph):
+            graph = graph.loaded()  # a malformed file raises here, nothing changed
+            graph.set_ef(self._ef_search)
         try:
             if graph is not None:
                 _hnsw.extend(graph, matrix, num_threads)
