@@ -41,8 +41,12 @@ class BM25Attributes:
         self._cache_impacts = bool(cache_impacts)
         self._check = check
         if encoder is None:
+            # Over the arrays in place (the encoder keeps them alive): no copy, no rebuild.
             encoder = _core.QueryEncoder(
-                analyzer.to_core(), arrays["vocab_bytes"], arrays["vocab_offsets"]
+                analyzer.to_core(),
+                arrays["vocab_bytes"],
+                arrays["vocab_offsets"],
+                arrays["vocab_slots"],
             )
         self._encoder = encoder
         doc_lengths = arrays["doc_lengths"]
