@@ -195,3 +195,10 @@ def test_a_hostile_table_never_crashes_a_load(
         result = index.search(QUERIES, 5)
         assert result.ids.shape == (len(QUERIES), 5)
         assert ((result.ids >= -1) & (result.ids < len(CORPUS))).all()
+
+
+@pytest.mark.parametrize("version", [0, 3, True, 1.0])
+def test_other_versions_are_refused_naming_those_read(copy: Path, version: object) -> None:
+    edit_manifest(copy, format_version=version)
+    with pytest.raises(IndexFormatError, match=r"format version .*reads version 1 and 2: rebuild"):
+        BM25Index.load(copy)
