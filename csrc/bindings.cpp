@@ -13,6 +13,7 @@
 #include "hybrid_engine/index_builder.hpp"
 #include "hybrid_engine/query_encoder.hpp"
 #include "hybrid_engine/string_table.hpp"
+#include "hybrid_engine/string_table_view.hpp"
 
 namespace py = pybind11;
 namespace he = hybrid_engine;
@@ -62,6 +63,31 @@ std::vector<std::string> utf8_texts(const py::sequence& items, const char* what)
         texts.push_back(utf8_text(items[i], std::string(what) + " " + std::to_string(i)));
     }
     return texts;
+}
+
+using ByteArray = CArray<uint8_t>;
+using OffsetArray = CArray<int64_t>;
+using SlotArray = CArray<uint64_t>;
+
+/// Raw pointers into a vocabulary's arena and offsets: 1-d, the offsets non-empty.
+std::pair<std::string_view, const int64_t*> vocabulary_arrays(const ByteArray& vocab_bytes,
+                                                              const OffsetArray& vocab_offsets) {
+    if (vocab_bytes.ndim() != 1 || vocab_offsets.ndim() != 1 || vocab_offsets.size() < 1) {
+        throw py::value_error("vocab_bytes and vocab_offsets must be 1-d, vocab_offsets non-empty");
+    }
+    return {std::string_view(reinterpret_cast<const char*>(vocab_bytes.data()),
+                             static_cast<std::size_t>(vocab_bytes.size())),
+            vocab_offsets.data()};
+}
+
+/// A view of a vocabulary's arrays (checked as `StringTableView`'s constructor does).
+he::StringTableView vocabulary_view(const ByteArray& vocab_bytes, const OffsetArray& vocab_offsets,
+                                    const SlotArray& vocab_slots) {
+    const auto [bytes, offsets] = vocabulary_arrays(vocab_bytes, vocab_offsets);
+    if (vocab_slots.ndim() != 1) throw py::value_error("vocab_slots must be 1-d");
+    return he::StringTableView(bytes.data(), bytes.size(), offsets,
+                               static_cast<std::size_t>(vocab_offsets.size() - 1),
+                               vocab_slots.data(), static_cast<std::size_t>(vocab_slots.size()));
 }
 
 }  // namespace
@@ -116,6 +142,7 @@ PYBIND11_MODULE(_core, m) {
             py::dict out;
             out["vocab_bytes"] = to_numpy(std::move(arrays.vocab_bytes));
             out["vocab_offsets"] = to_numpy(std::move(arrays.vocab_offsets));
+            out["vocab_slots"] = to_numpy(std::move(arrays.vocab_slots));
             out["doc_freqs"] = to_numpy(std::move(arrays.doc_freqs));
             out["posting_offsets"] = to_numpy(std::move(arrays.posting_offsets));
             out["postings"] = to_numpy(std::move(arrays.postings));
@@ -162,25 +189,42 @@ PYBIND11_MODULE(_core, m) {
         py::arg("doc_offsets").noconvert(), py::arg("terms").noconvert(),
         py::arg("impacts").noconvert(), py::arg("n_terms"));
 
+    m.def(
+        "vocab_slots",
+        [](const ByteArray& vocab_bytes, const OffsetArray& vocab_offsets) {
+            const auto [bytes, offsets] = vocabulary_arrays(vocab_bytes, vocab_offsets);
+            const auto n = static_cast<std::size_t>(vocab_offsets.size() - 1);
+            std::vector<uint64_t> slots;
+            {
+                py::gil_scoped_release release;
+                slots = he::StringTable::from_arena(bytes.data(), bytes.size(), offsets, n).slots();
+            }
+            return to_numpy(std::move(slots));
+        },
+        py::arg("vocab_bytes").noconvert(), py::arg("vocab_offsets").noconvert());
+
+    m.def(
+        "check_vocab_slots",
+        [](const ByteArray& vocab_bytes, const OffsetArray& vocab_offsets,
+           const SlotArray& vocab_slots) {
+            const he::StringTableView view =
+                vocabulary_view(vocab_bytes, vocab_offsets, vocab_slots);
+            py::gil_scoped_release release;
+            view.verify();
+        },
+        py::arg("vocab_bytes").noconvert(), py::arg("vocab_offsets").noconvert(),
+        py::arg("vocab_slots").noconvert());
+
+    // The encoder reads the arrays in place: they live as long as it does (keep_alive).
     py::class_<he::QueryEncoder>(m, "QueryEncoder")
-        .def(py::init([](he::AnalyzerConfig config,
-                         const py::array_t<uint8_t, py::array::c_style>& vocab_bytes,
-                         const py::array_t<int64_t, py::array::c_style>& vocab_offsets) {
-                 if (vocab_bytes.ndim() != 1 || vocab_offsets.ndim() != 1 ||
-                     vocab_offsets.size() < 1) {
-                     throw py::value_error(
-                         "vocab_bytes and vocab_offsets must be 1-d, vocab_offsets non-empty");
-                 }
-                 const auto* bytes = reinterpret_cast<const char*>(vocab_bytes.data());
-                 const auto n_bytes = static_cast<std::size_t>(vocab_bytes.size());
-                 const int64_t* offsets = vocab_offsets.data();
-                 const auto n = static_cast<std::size_t>(vocab_offsets.size() - 1);
-                 py::gil_scoped_release release;
+        .def(py::init([](he::AnalyzerConfig config, const ByteArray& vocab_bytes,
+                         const OffsetArray& vocab_offsets, const SlotArray& vocab_slots) {
                  return he::QueryEncoder(std::move(config),
-                                         he::StringTable::from_arena(bytes, n_bytes, offsets, n));
+                                         vocabulary_view(vocab_bytes, vocab_offsets, vocab_slots));
              }),
              py::arg("config"), py::arg("vocab_bytes").noconvert(),
-             py::arg("vocab_offsets").noconvert())
+             py::arg("vocab_offsets").noconvert(), py::arg("vocab_slots").noconvert(),
+             py::keep_alive<1, 3>(), py::keep_alive<1, 4>(), py::keep_alive<1, 5>())
         .def(
             "encode",
             [](const he::QueryEncoder& self, const py::sequence& queries) {

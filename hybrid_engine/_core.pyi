@@ -34,6 +34,14 @@ def invert_impacts(
     impacts: npt.NDArray[np.uint8],
     n_terms: int,
 ) -> dict[str, npt.NDArray[np.generic]]: ...
+def vocab_slots(
+    vocab_bytes: npt.NDArray[np.uint8], vocab_offsets: npt.NDArray[np.int64]
+) -> npt.NDArray[np.uint64]: ...
+def check_vocab_slots(
+    vocab_bytes: npt.NDArray[np.uint8],
+    vocab_offsets: npt.NDArray[np.int64],
+    vocab_slots: npt.NDArray[np.uint64],
+) -> None: ...
 
 class QueryEncoder:
     def __init__(
@@ -41,6 +49,7 @@ class QueryEncoder:
         config: AnalyzerConfig,
         vocab_bytes: npt.NDArray[np.uint8],
         vocab_offsets: npt.NDArray[np.int64],
+        vocab_slots: npt.NDArray[np.uint64],
     ) -> None: ...
     def encode(
         self, queries: Sequence[str]

@@ -102,8 +102,15 @@ def error_paths() -> None:
         lambda: _core.invert_impacts(
             np.array([0, 2], np.int64), np.zeros(2, np.int32), np.ones(2, np.uint8), 4
         ),
+        lambda: _core.vocab_slots(np.frombuffer(b"abab", np.uint8), np.array([0, 2, 4])),
+        lambda: _core.check_vocab_slots(
+            np.frombuffer(b"ab", np.uint8), np.array([0, 2]), np.ones(16, np.uint64)
+        ),
         lambda: _core.QueryEncoder(
-            _core.AnalyzerConfig(), np.frombuffer(b"abab", np.uint8), np.array([0, 2, 4])
+            _core.AnalyzerConfig(),
+            np.frombuffer(b"ab", np.uint8),
+            np.array([0, 2]),
+            np.zeros(12, np.uint64),
         ),
         lambda: Analyzer(AnalyzerConfig(stemmer="porter")),  # type: ignore[arg-type]
         lambda: BM25Index.build(["fine", "lone \ud800 surrogate"]),

@@ -21,6 +21,10 @@ absolute path and the export packages' versions).
 Needs the ``export`` extra. Run from the repository root::
 
     python scripts/make_format_fixtures.py
+
+``--only bm25`` (or ``dense``, ``splade``) rewrites only those leg fixtures and their entries,
+the others left as they are: after one leg's format version changes, once its old fixture is
+kept under a new name (the engine and live fixtures keep legs of the old version that way).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -145,17 +150,32 @@ def _write_json(path: Path, value: Any) -> None:
     path.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def make_indexes(corpus: dict[str, Any]) -> None:
-    """The leg, engine and live-index fixtures over the corpus, dense by the tiny model."""
+LEGS = ("bm25", "dense", "splade")
+
+
+def make_legs(corpus: dict[str, Any], legs: Sequence[str]) -> None:
+    """The fixtures of the leg formats ``legs`` (of ``LEGS``) over the corpus."""
     from sparse_oracle import HashingSparseEncoder
 
-    from hybrid_engine import BM25Index, DenseIndex, Encoder, HybridIndex, SpladeIndex
+    from hybrid_engine import BM25Index, DenseIndex, Encoder, SpladeIndex
+
+    documents = corpus["documents"]
+    if "bm25" in legs:
+        BM25Index.build(documents).save(FIXTURES / "bm25")
+    if "dense" in legs:
+        encoder = Encoder.load(FIXTURES / "models" / MODEL_NAME, variant="fp32")
+        DenseIndex.build(documents, encoder=encoder).save(FIXTURES / "dense")
+    if "splade" in legs:
+        SpladeIndex.build(documents, encoder=HashingSparseEncoder()).save(FIXTURES / "splade")
+
+
+def make_indexes(corpus: dict[str, Any]) -> None:
+    """The leg, engine and live-index fixtures over the corpus, dense by the tiny model."""
+    from hybrid_engine import Encoder, HybridIndex
 
     documents = corpus["documents"]
     encoder = Encoder.load(FIXTURES / "models" / MODEL_NAME, variant="fp32")
-    BM25Index.build(documents).save(FIXTURES / "bm25")
-    DenseIndex.build(documents, encoder=encoder).save(FIXTURES / "dense")
-    SpladeIndex.build(documents, encoder=HashingSparseEncoder()).save(FIXTURES / "splade")
+    make_legs(corpus, LEGS)
     build = {"retrievers": ("bm25", "dense"), "encoder": encoder, "num_threads": 1}
     HybridIndex.build(documents, **build).save(FIXTURES / "hybrid")
     live = corpus["live"]
@@ -216,19 +236,30 @@ def _entries(commit: str) -> dict[str, dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.parse_args(argv)
-    from hybrid_engine.models.export.bi_encoder import prepare_bi_encoder
-
+    parser.add_argument(
+        "--only", nargs="+", choices=LEGS, help="rewrite only these leg fixtures (see above)"
+    )
+    args = parser.parse_args(argv)
     os.environ["HYBRID_ENGINE_MODELS"] = str(FIXTURES / "models")  # the model recorded by name
     corpus = json.loads((FIXTURES / "corpus.json").read_text(encoding="utf-8"))
     entries = _entries(_commit())
+    if args.only:
+        entries = {name: entries[name] for name in args.only}
     for name in entries:
         shutil.rmtree(FIXTURES / name, ignore_errors=True)
-    make_source(FIXTURES / "tiny-bert-source", corpus)
-    prepare_bi_encoder(
-        FIXTURES / "tiny-bert-source", FIXTURES / "models" / MODEL_NAME, name=MODEL_NAME, log=print
-    )
-    make_indexes(corpus)
+    if args.only:
+        make_legs(corpus, args.only)
+    else:
+        from hybrid_engine.models.export.bi_encoder import prepare_bi_encoder
+
+        make_source(FIXTURES / "tiny-bert-source", corpus)
+        prepare_bi_encoder(
+            FIXTURES / "tiny-bert-source",
+            FIXTURES / "models" / MODEL_NAME,
+            name=MODEL_NAME,
+            log=print,
+        )
+        make_indexes(corpus)
     record = FIXTURES / "fixtures.json"
     known = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else {}
     _write_json(record, {**known, **entries})

@@ -111,12 +111,26 @@ def test_invert_impacts_refuses_other_dtypes_and_layouts(
 
 
 VOCAB = np.frombuffer(b"catdogs", np.uint8)  # "cat", "dogs"
+VOCAB_OFFSETS = _i64(0, 3, 7)
+
+
+def _encoder(
+    offsets: np.ndarray = VOCAB_OFFSETS, slots: np.ndarray | None = None
+) -> _core.QueryEncoder:
+    """An encoder of ``VOCAB`` cut by ``offsets``, its table ``slots`` (the built one if None)."""
+    if slots is None:
+        slots = _core.vocab_slots(VOCAB, offsets)
+    return _core.QueryEncoder(_core.AnalyzerConfig(), VOCAB, offsets, slots)
 
 
 def test_query_encoder_on_a_good_vocabulary() -> None:
-    encoder = _core.QueryEncoder(_core.AnalyzerConfig(), VOCAB, _i64(0, 3, 7))
+    encoder = _encoder()
     assert encoder.term_id("cat") == 0 and encoder.term_id("dogs") == 1
     assert encoder.term_id("cats") == -1
+
+
+def test_the_built_table_passes_its_check() -> None:
+    _core.check_vocab_slots(VOCAB, _i64(0, 3, 7), _core.vocab_slots(VOCAB, _i64(0, 3, 7)))
 
 
 @pytest.mark.parametrize(
@@ -134,27 +148,115 @@ def test_query_encoder_on_a_good_vocabulary() -> None:
         (_i64(0, 3, 7).reshape(1, 3), "1-d"),
     ],
 )
-def test_query_encoder_refuses_bad_offsets(offsets: np.ndarray, match: str) -> None:
+def test_vocabulary_table_refuses_bad_offsets(offsets: np.ndarray, match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        _core.QueryEncoder(_core.AnalyzerConfig(), VOCAB.copy(), offsets)
-
-
-def test_query_encoder_refuses_a_repeated_term() -> None:
-    vocab = np.frombuffer(b"catcat", np.uint8)
-    with pytest.raises(ValueError, match="'cat' twice"):
-        _core.QueryEncoder(_core.AnalyzerConfig(), vocab, _i64(0, 3, 6))
+        _core.vocab_slots(VOCAB.copy(), offsets)
+    slots = _core.vocab_slots(VOCAB, _i64(0, 3, 7))
+    if offsets.ndim == 1 and len(offsets) == 3:  # the check of a saved table finds them too
+        with pytest.raises(ValueError, match=match):
+            _core.check_vocab_slots(VOCAB.copy(), offsets, slots)
 
 
 @pytest.mark.parametrize(
-    ("vocab", "offsets"),
+    "offsets", [_i64(0, 9, 7), _i64(0, 2**40, 7), _i64(0, -3, 7), _i64(-1, 3, 7), _i64(0, 3, 8)]
+)
+def test_query_encoder_over_bad_offsets_finds_nothing_there(offsets: np.ndarray) -> None:
+    """Unchecked offsets (a load without verify) never read outside the arena."""
+    encoder = _encoder(offsets, _core.vocab_slots(VOCAB, _i64(0, 3, 7)))
+    for term in ("cat", "dogs", "catdogs", ""):
+        assert encoder.term_id(term) in (-1, 0, 1)
+
+
+def test_vocabulary_table_refuses_a_repeated_term() -> None:
+    vocab = np.frombuffer(b"catcat", np.uint8)
+    with pytest.raises(ValueError, match="'cat' twice"):
+        _core.vocab_slots(vocab, _i64(0, 3, 6))
+    slots = _core.vocab_slots(np.frombuffer(b"catdog", np.uint8), _i64(0, 3, 6))
+    with pytest.raises(ValueError, match="vocabulary holds term 1 twice"):
+        _core.check_vocab_slots(vocab, _i64(0, 3, 6), slots)
+
+
+def _slots_with(entries: dict[int, int], size: int = 16) -> np.ndarray:
+    slots = np.zeros(size, np.uint64)
+    for slot, entry in entries.items():
+        slots[slot] = entry
+    return slots
+
+
+@pytest.mark.parametrize(
+    ("slots", "match"),
     [
-        (VOCAB.astype(np.int8), _i64(0, 3, 7)),
-        (VOCAB, _i64(0, 3, 7).astype(np.uint64)),
-        (VOCAB, np.repeat(_i64(0, 3, 7), 2)[::2]),  # not contiguous
+        (np.zeros(12, np.uint64), "power of two >= 2 of slots, got 12"),
+        (np.zeros(1, np.uint64), "power of two >= 2 of slots, got 1"),
+        (np.zeros(0, np.uint64), "power of two >= 2 of slots, got 0"),
+        (np.zeros(2, np.uint64), "2 slots for 2 terms"),  # more than half full
+        (np.zeros((2, 8), np.uint64), "vocab_slots must be 1-d"),
+    ],
+)
+def test_query_encoder_refuses_a_bad_table_size(slots: np.ndarray, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        _encoder(slots=slots)
+    with pytest.raises(ValueError, match=match):
+        _core.check_vocab_slots(VOCAB, _i64(0, 3, 7), slots)
+
+
+def _hostile_tables() -> list[np.ndarray]:
+    built = _core.vocab_slots(VOCAB, _i64(0, 3, 7))
+    full = np.arange(1, 17, dtype=np.uint64) << np.uint64(32) | np.uint64(1)  # wrong tags
+    return [
+        np.zeros(16, np.uint64),  # empty: no term is found
+        full,  # no empty slot: probes must stop
+        np.full(16, 0xFFFFFFFFFFFFFFFF, np.uint64),  # ids past n, in every slot
+        np.full(16, 0xFFFFFFFF00000000, np.uint64),  # id + 1 == 0 with a tag: not empty
+        (built & np.uint64(0xFFFFFFFF00000000)) | np.uint64(3),  # the right tags, id 2 of 2
+        np.concatenate([built, built]),  # twice the size: keys not at their home slots
+    ]
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_a_hostile_table_finds_no_term_and_fails_its_check(index: int) -> None:
+    slots = _hostile_tables()[index]
+    encoder = _encoder(slots=slots)
+    for term in ("cat", "dogs", "bird", ""):
+        assert encoder.term_id(term) in (-1, 0, 1)
+    terms, _, row_offsets = encoder.encode(["cat dogs bird", ""])
+    assert len(row_offsets) == 3 and set(terms.tolist()) <= {0, 1}
+    with pytest.raises(ValueError, match="vocab"):
+        _core.check_vocab_slots(VOCAB, _i64(0, 3, 7), slots)
+
+
+def test_a_table_holding_a_term_twice_fails_its_check() -> None:
+    built = _core.vocab_slots(VOCAB, _i64(0, 3, 7))
+    entry = built[built != 0][0]
+    spare = int(np.flatnonzero(built == 0)[0])
+    built[spare] = entry
+    with pytest.raises(ValueError, match=r"vocab_slots holds term \d twice"):
+        _core.check_vocab_slots(VOCAB, _i64(0, 3, 7), built)
+
+
+def test_query_encoder_keeps_its_arrays_alive() -> None:
+    vocab, offsets = VOCAB.copy(), _i64(0, 3, 7)
+    encoder = _core.QueryEncoder(
+        _core.AnalyzerConfig(), vocab, offsets, _core.vocab_slots(vocab, offsets)
+    )
+    del vocab, offsets
+    assert encoder.term_id("dogs") == 1
+
+
+@pytest.mark.parametrize(
+    ("vocab", "offsets", "slots"),
+    [
+        (VOCAB.astype(np.int8), _i64(0, 3, 7), np.zeros(16, np.uint64)),
+        (VOCAB, _i64(0, 3, 7).astype(np.uint64), np.zeros(16, np.uint64)),
+        (VOCAB, np.repeat(_i64(0, 3, 7), 2)[::2], np.zeros(16, np.uint64)),  # not contiguous
+        (VOCAB, _i64(0, 3, 7), np.zeros(16, np.int64)),
+        (VOCAB, _i64(0, 3, 7), np.zeros(32, np.uint64)[::2]),
     ],
 )
 def test_query_encoder_refuses_other_dtypes_and_layouts(
-    vocab: np.ndarray, offsets: np.ndarray
+    vocab: np.ndarray, offsets: np.ndarray, slots: np.ndarray
 ) -> None:
     with pytest.raises(TypeError):
-        _core.QueryEncoder(_core.AnalyzerConfig(), vocab, offsets)
+        _core.QueryEncoder(_core.AnalyzerConfig(), vocab, offsets, slots)
+    with pytest.raises(TypeError):
+        _core.check_vocab_slots(vocab, offsets, slots)

@@ -5,8 +5,9 @@ versions by ``scripts/make_format_fixtures.py``, the hybrid format of before the
 (``hybrid_engine.hybrid`` version 3) by commit 11d5cf1 itself, its versions 1 and 2 as the
 manifest their layout documents. Current versions must load and give the oracles' results
 (``NumpyBM25``, brute-force kNN, the SPLADE quantization from its definition, reciprocal rank
-fusion written out below, PyTorch for the model); older ones must be refused with a message
-naming their version and the rebuild command.
+fusion written out below, PyTorch for the model); so must the older versions still read
+(``hybrid_engine.bm25`` 1: ``bm25-v1/`` and the BM25 legs of the engine and live fixtures);
+others must be refused with a message naming their version and the rebuild command.
 """
 
 from __future__ import annotations
@@ -91,13 +92,16 @@ def test_every_fixture_records_its_format_version_and_commit() -> None:
             entry["format_version"],
         ), name
         if entry["format"] in CURRENT:
-            assert entry["format_version"] == CURRENT[entry["format"]], name
+            if re.search(r"-v\d+$", name):  # an older version, kept: bm25-v1
+                assert entry["format_version"] < CURRENT[entry["format"]], name
+            else:
+                assert entry["format_version"] == CURRENT[entry["format"]], name
 
 
 # -- the legs -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["bm25", "hybrid-v3/bm25"])
+@pytest.mark.parametrize("name", ["bm25", "bm25-v1", "hybrid-v3/bm25"])
 def test_bm25_fixture_equals_numpy_bm25(name: str, tmp_path: Path) -> None:
     index = BM25Index.load(_copy(name, tmp_path))
     oracle, analyzer = oracle_for(index, DOCS)
@@ -105,6 +109,29 @@ def test_bm25_fixture_equals_numpy_bm25(name: str, tmp_path: Path) -> None:
     for k in (3, len(DOCS) + 5):
         compare_with_oracle(index.search(QUERIES, k), oracle, tokens, k)
     assert list(index.doc_ids) == [d["_id"] for d in DOCS]
+
+
+@pytest.mark.parametrize(("name", "version"), [("bm25", 2), ("bm25-v1", 1)])
+@pytest.mark.parametrize("mmap", [False, True])
+def test_bm25_fixture_equals_a_fresh_build(
+    name: str, version: int, mmap: bool, tmp_path: Path
+) -> None:
+    """Both versions (the table saved or built at load) find every term and rank like a
+    build of today, memory-mapped or not; and save as the current version."""
+    path = _copy(name, tmp_path)
+    assert json.loads((path / "manifest.json").read_text())["format_version"] == version
+    index, built = BM25Index.load(path, mmap=mmap), BM25Index.build(DOCS)
+    terms = list(built.terms)
+    assert list(index.terms) == terms
+    assert [index.term_id(t) for t in terms] == list(range(len(terms)))
+    assert [index.term_id(t) for t in ("unseen", "", "café", terms[0] + "x")] == [-1] * 4
+    for k in (3, len(DOCS) + 5):
+        ours, expected = index.search(QUERIES, k), built.search(QUERIES, k)
+        np.testing.assert_array_equal(ours.ids, expected.ids)
+        np.testing.assert_array_equal(ours.scores, expected.scores)
+    index.save(tmp_path / "again")
+    saved = json.loads((tmp_path / "again" / "manifest.json").read_text())
+    assert saved["format_version"] == bm25_format.FORMAT_VERSION
 
 
 @pytest.mark.parametrize("name", ["dense", "hybrid-v3/dense"])
@@ -233,6 +260,12 @@ def test_live_fixture_holds_its_live_documents_and_takes_new_commits(
         extra = {"_id": "new", "title": "Moons", "text": "Jupiter has many moons and rings."}
         engine.add([extra])
         engine.commit()
+    # Old segments keep their BM25 legs of version 1; the new one is of the current version.
+    versions = [
+        json.loads(leg.read_text())["format_version"]
+        for leg in path.glob("seg-*/bm25/manifest.json")
+    ]
+    assert sorted(versions) == [1] * (len(versions) - 1) + [bm25_format.FORMAT_VERSION]
     with HybridIndex.load(path, encoder=tiny) as engine:
         assert engine.search(QUERIES, 10, fusion="rrf", depth=30).doc_ids == _rrf(
             [*docs, extra], tiny, 10

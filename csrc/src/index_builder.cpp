@@ -199,6 +199,7 @@ InvertedIndexArrays IndexBuilder::finish() {
 
     out.vocab_bytes = terms_.bytes();
     out.vocab_offsets = terms_.offsets();
+    out.vocab_slots = terms_.slots();
     out.doc_lengths = std::move(doc_lengths_);
     *this = IndexBuilder(analyzer_.config(), num_threads_);
     return out;

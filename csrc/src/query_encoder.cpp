@@ -5,8 +5,8 @@
 
 namespace hybrid_engine {
 
-QueryEncoder::QueryEncoder(AnalyzerConfig config, StringTable vocabulary)
-    : analyzer_(std::move(config)), vocabulary_(std::move(vocabulary)) {}
+QueryEncoder::QueryEncoder(AnalyzerConfig config, StringTableView vocabulary)
+    : analyzer_(std::move(config)), vocabulary_(vocabulary) {}
 
 EncodedQueries QueryEncoder::encode(const std::vector<std::string>& queries) const {
     EncodedQueries out;

@@ -31,26 +31,26 @@ uint64_t StringTable::hash(std::string_view key) noexcept {
 
 int32_t StringTable::find(std::string_view key) const noexcept {
     const uint64_t h = hash(key);
-    const uint64_t tag = h & 0xFFFFFFFF00000000ULL;
+    const uint64_t tag = h & kTagMask;
     const std::size_t mask = slots_.size() - 1;
     for (std::size_t slot = h & mask;; slot = (slot + 1) & mask) {
         const uint64_t entry = slots_[slot];
         if (entry == 0) return -1;
         const auto id = static_cast<int32_t>(static_cast<uint32_t>(entry) - 1);
-        if ((entry & 0xFFFFFFFF00000000ULL) == tag && this->key(id) == key) return id;
+        if ((entry & kTagMask) == tag && this->key(id) == key) return id;
     }
 }
 
 int32_t StringTable::insert(std::string_view key) {
     const uint64_t h = hash(key);
-    const uint64_t tag = h & 0xFFFFFFFF00000000ULL;
+    const uint64_t tag = h & kTagMask;
     const std::size_t mask = slots_.size() - 1;
     std::size_t slot = h & mask;
     for (;; slot = (slot + 1) & mask) {
         const uint64_t entry = slots_[slot];
         if (entry == 0) break;
         const auto id = static_cast<int32_t>(static_cast<uint32_t>(entry) - 1);
-        if ((entry & 0xFFFFFFFF00000000ULL) == tag && this->key(id) == key) return id;
+        if ((entry & kTagMask) == tag && this->key(id) == key) return id;
     }
     if (size() >= 0x7ffffffeULL) throw std::length_error("StringTable: more than 2^31 - 2 keys");
     const auto id = static_cast<int32_t>(size());

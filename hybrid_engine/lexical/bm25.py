@@ -298,11 +298,14 @@ class BM25Index(BM25Attributes):
         mmap : bool
             Memory-map the large arrays read-only instead of reading them.
         verify : bool, optional
-            Check every file's sha256 and every posting list now (one pass over the data).
-            Without, a posting list is checked the first time a search reads it, so a corrupt
-            one never reaches the kernels either: that search raises ``IndexFormatError``.
-            None (the default): ``not mmap``, so that a memory-mapped index opens without
-            reading its postings (the vocabulary, document lengths and ids are still read).
+            Check every file's sha256, every posting list and the vocabulary's hash table now
+            (one pass over the data). Without, a posting list is checked the first time a
+            search reads it, so a corrupt one never reaches the kernels either: that search
+            raises ``IndexFormatError``; and terms are looked up in the saved table as it is
+            (a corrupt table can make a term not found, never read outside the arrays). None
+            (the default): ``not mmap``, so that a memory-mapped index opens without reading
+            its postings or its term table (the vocabulary offsets, document lengths and ids
+            are still read).
         cache_impacts : bool, optional
             As in ``build``; None caches unless ``mmap`` is set or the cache would exceed
             ``IMPACT_CACHE_MAX_BYTES``.
@@ -317,7 +320,7 @@ class BM25Index(BM25Attributes):
         cache = _auto_cache(arrays, mmap=mmap) if cache_impacts is None else cache_impacts
         try:
             return cls(arrays, params, analyzer, doc_ids, cache, check=check)
-        except ValueError as exc:  # the vocabulary rejected by the C++ term table
+        except ValueError as exc:  # a vocab_slots array the C++ term table cannot use
             raise IndexFormatError(f"{path}: {exc}; rebuild the index") from None
 
 

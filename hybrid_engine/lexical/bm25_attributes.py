@@ -32,7 +32,8 @@ class BM25Attributes:
     ) -> None:
         """Private: use ``BM25Index.build``, ``load`` or ``with_statistics``. ``arrays`` (and
         ``statistics``, the collection's stats and per-term document frequencies) must already
-        be validated, but for the posting lists that ``check`` (when given) checks on first use;
+        be validated, but for the posting lists that ``check`` (when given) checks on first use
+        and the contents of ``vocab_slots`` (which lookups survive, see ``bm25_format``);
         ``encoder`` is the query encoder of the same vocabulary, to share."""
         self._arrays = arrays
         self._params = params
@@ -41,8 +42,12 @@ class BM25Attributes:
         self._cache_impacts = bool(cache_impacts)
         self._check = check
         if encoder is None:
+            # Over the arrays in place (the encoder keeps them alive): no copy, no rebuild.
             encoder = _core.QueryEncoder(
-                analyzer.to_core(), arrays["vocab_bytes"], arrays["vocab_offsets"]
+                analyzer.to_core(),
+                arrays["vocab_bytes"],
+                arrays["vocab_offsets"],
+                arrays["vocab_slots"],
             )
         self._encoder = encoder
         doc_lengths = arrays["doc_lengths"]

@@ -1,5 +1,12 @@
 """The on-disk format of a BM25 index: its arrays and manifest, written and read back with
-every array's structure checked."""
+every array's structure checked.
+
+Version 2 adds ``vocab_slots``: the hash table of the vocabulary as the C++ term table lays it
+out (``StringTable::slots()``, csrc/include/hybrid_engine/string_table.hpp), so that a load
+looks terms up in the saved arrays in place (memory-mapped too) instead of inserting every
+term into a new table. Version 1 indexes, without it, still load: their table is built at load
+as it always was, and saving one writes version 2.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from hybrid_engine import _core
 from hybrid_engine.corpus import DocIds
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.lexical._postings_decode import check_terms
@@ -18,15 +26,19 @@ from hybrid_engine.lexical.postings_check import PostingsCheck
 from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
 
 FORMAT = "hybrid_engine.bm25"
-FORMAT_VERSION = 1
-_INDEX_ARRAYS = {
+FORMAT_VERSION = 2
+OLDER_VERSIONS = (1,)
+"""The versions before ``FORMAT_VERSION`` that ``read_index`` reads too."""
+_INDEX_ARRAYS: dict[str, type[np.generic]] = {
     "vocab_bytes": np.uint8,
     "vocab_offsets": np.int64,
+    "vocab_slots": np.uint64,
     "doc_freqs": np.int32,
     "posting_offsets": np.int64,
     "postings": np.uint8,
     "doc_lengths": np.int32,
 }
+_V1_ARRAYS = {name: dtype for name, dtype in _INDEX_ARRAYS.items() if name != "vocab_slots"}
 _PARAM_NAMES = {f.name for f in fields(BM25Params)}
 
 
@@ -57,16 +69,21 @@ def read_index(
     """Read an index directory written by ``write_index``: its arrays (checked, see
     ``_check_arrays``), parameters, analyzer settings and document ids.
 
-    With ``verify``, every file's sha256 and every posting list are checked now; without,
-    neither is, and the ``PostingsCheck`` returned checks each posting list when a search
-    first reads it, so that opening the index reads none of them.
+    With ``verify``, every file's sha256, every posting list and the vocabulary's hash table
+    are checked now; without, none is: the ``PostingsCheck`` returned checks each posting list
+    when a search first reads it, and the table is used as saved (lookups in it stay within
+    the arrays whatever it holds: a corrupt one can only make terms not found), so that opening
+    the index reads neither. A version 1 index gets its table built here (``vocab_slots`` in
+    the arrays returned, as in a version 2 one).
 
     Raises
     ------
     IndexFormatError
         The directory is missing, truncated, corrupt, or not a BM25 index of this format.
     """
-    manifest, arrays = read_index_dir(path, FORMAT, FORMAT_VERSION, mmap=mmap, verify=verify)
+    manifest, arrays = read_index_dir(
+        path, FORMAT, FORMAT_VERSION, mmap=mmap, verify=verify, older_versions=OLDER_VERSIONS
+    )
     try:
         saved_params = manifest["params"]
         # Every parameter must be recorded: a missing one would silently take its default.
@@ -79,7 +96,9 @@ def read_index(
         saved_ids = manifest["doc_ids"]
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexFormatError(f"{path}: bad manifest entry ({exc}); rebuild the index") from None
-    _check_arrays(path, arrays, n_docs)
+    version = manifest["format_version"]
+    _check_arrays(path, arrays, n_docs, _INDEX_ARRAYS if version == FORMAT_VERSION else _V1_ARRAYS)
+    _vocabulary_table(path, arrays, build=version == 1, verify=verify)
     offsets, postings, doc_freqs = (arrays[n] for n in ("posting_offsets", "postings", "doc_freqs"))
     check = PostingsCheck(
         lambda terms, checked: check_terms(offsets, postings, doc_freqs, n_docs, terms, checked),
@@ -92,14 +111,45 @@ def read_index(
     return arrays, params, analyzer, doc_ids, check
 
 
-def _check_arrays(path: str | os.PathLike[str], arrays: dict[str, np.ndarray], n_docs: int) -> None:
-    """Raise IndexFormatError unless the arrays form a consistent index of ``n_docs`` docs,
-    all but the posting lists themselves (``PostingsCheck``: their cost grows with them)."""
+def _vocabulary_table(
+    path: str | os.PathLike[str], arrays: dict[str, np.ndarray], *, build: bool, verify: bool
+) -> None:
+    """Build the vocabulary's hash table into ``arrays["vocab_slots"]`` (``build``: a version
+    1 index), or check the saved one (``verify``) is the one a build gives.
+
+    Raises
+    ------
+    IndexFormatError
+        A term occurs twice, or the saved table is not the vocabulary's.
+    """
+    try:
+        if build:
+            arrays["vocab_slots"] = _core.vocab_slots(
+                arrays["vocab_bytes"], arrays["vocab_offsets"]
+            )
+        elif verify:
+            _core.check_vocab_slots(
+                arrays["vocab_bytes"], arrays["vocab_offsets"], arrays["vocab_slots"]
+            )
+    except ValueError as exc:
+        raise IndexFormatError(f"{path}: {exc}; rebuild the index") from None
+
+
+def _check_arrays(
+    path: str | os.PathLike[str],
+    arrays: dict[str, np.ndarray],
+    n_docs: int,
+    index_arrays: dict[str, type[np.generic]],
+) -> None:
+    """Raise IndexFormatError unless the arrays form a consistent index of ``n_docs`` docs
+    with the ``index_arrays`` of its version, all but the posting lists themselves
+    (``PostingsCheck``: their cost grows with them) and the contents of ``vocab_slots``
+    (``_vocabulary_table``)."""
 
     def fail(what: str) -> IndexFormatError:
         return IndexFormatError(f"{path}: {what}; the index is corrupt, rebuild it")
 
-    expected = dict(_INDEX_ARRAYS)
+    expected = dict(index_arrays)
     if "doc_id_bytes" in arrays or "doc_id_offsets" in arrays:
         expected.update(doc_id_bytes=np.uint8, doc_id_offsets=np.int64)
     if set(arrays) != set(expected):

@@ -167,6 +167,7 @@ def read_index_dir(
     components: Collection[str] = (),
     verify_components: bool = True,
     shown_as: str | os.PathLike[str] | None = None,
+    older_versions: Collection[int] = (),
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Read a directory written by ``write_index_dir``, every file from the same save.
 
@@ -175,7 +176,7 @@ def read_index_dir(
     path : path-like
         The index directory (or a path that ``open_index_dir`` yielded, or one inside it).
     fmt, format_version : str, int
-        The format the caller reads; anything else is refused.
+        The format the caller reads; anything else is refused (but ``older_versions``).
     mmap : bool
         Memory-map the arrays read-only instead of reading them into memory (the maps stay
         valid after a save replaces and removes the files).
@@ -194,6 +195,9 @@ def read_index_dir(
     shown_as : path-like, optional
         The path error messages name (``path`` when None): the user's path when ``path`` is
         the one ``open_index_dir`` yielded.
+    older_versions : collection of int
+        Earlier versions of ``fmt`` the caller reads too: it finds which in
+        ``manifest["format_version"]``.
 
     Returns
     -------
@@ -214,7 +218,7 @@ def read_index_dir(
     """
     shown = Path(shown_as if shown_as is not None else path)
     with open_index_dir(path) as root:
-        manifest = _read_manifest(root, shown, fmt, format_version)
+        manifest = _read_manifest(root, shown, fmt, {format_version, *older_versions})
         files = manifest.get("files")
         if not isinstance(files, dict):
             raise IndexFormatError(f"{shown / MANIFEST} lists no files; rebuild the index")
@@ -225,8 +229,9 @@ def read_index_dir(
     return manifest, arrays
 
 
-def _read_manifest(root: Path, shown: Path, fmt: str, format_version: int) -> dict[str, Any]:
-    """The manifest at ``root`` (named ``shown`` in messages), checked for format and version."""
+def _read_manifest(root: Path, shown: Path, fmt: str, versions: set[int]) -> dict[str, Any]:
+    """The manifest at ``root`` (named ``shown`` in messages), checked for format and for a
+    version among ``versions``."""
     try:
         with open(root / MANIFEST, encoding="utf-8") as f:
             manifest = json.load(f)
@@ -241,11 +246,12 @@ def _read_manifest(root: Path, shown: Path, fmt: str, format_version: int) -> di
     if not isinstance(manifest, dict) or manifest.get("format") != fmt:
         found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
         raise IndexFormatError(f"{shown} holds format {found!r}, expected {fmt!r}")
-    if manifest.get("format_version") != format_version:
+    found = manifest.get("format_version")
+    if not isinstance(found, int) or isinstance(found, bool) or found not in versions:
+        reads = " and ".join(str(v) for v in sorted(versions))
         raise IndexFormatError(
-            f"{shown} has {fmt} format version {manifest.get('format_version')!r}; this "
-            f"hybrid_engine {__version__} reads version {format_version}: rebuild the index with "
-            "this version"
+            f"{shown} has {fmt} format version {found!r}; this hybrid_engine {__version__} "
+            f"reads version {reads}: rebuild the index with this version"
         )
     return manifest
 

@@ -16,6 +16,8 @@ struct InvertedIndexArrays {
     /// Terms, UTF-8, back to back; term t is vocab_bytes[vocab_offsets[t], vocab_offsets[t + 1]).
     std::string vocab_bytes;
     std::vector<int64_t> vocab_offsets;
+    /// The vocabulary's hash table (`StringTable::slots()`), saved with the index.
+    std::vector<uint64_t> vocab_slots;
     /// Number of documents containing each term (>= 1).
     std::vector<int32_t> doc_freqs;
     /// Postings of term t are postings[posting_offsets[t], posting_offsets[t + 1]).

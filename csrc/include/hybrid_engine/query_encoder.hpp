@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "hybrid_engine/analyzer.hpp"
-#include "hybrid_engine/string_table.hpp"
+#include "hybrid_engine/string_table_view.hpp"
 
 namespace hybrid_engine {
 
@@ -22,19 +22,20 @@ struct EncodedQueries {
 /// Terms absent from the vocabulary are dropped, so a query can encode to no terms at all (an
 /// empty or blank query always does: it matches nothing).
 /// A term repeated in a query appears once, weighted by its count, and terms keep the order of
-/// their first occurrence. Immutable; const members are safe from many threads at once.
+/// their first occurrence. Immutable; const members are safe from many threads at once. The
+/// vocabulary's memory must outlive the encoder (see `StringTableView`).
 class QueryEncoder {
 public:
-    QueryEncoder(AnalyzerConfig config, StringTable vocabulary);
+    QueryEncoder(AnalyzerConfig config, StringTableView vocabulary);
 
     /// One CSR row per query, in order: an empty row for a query without an indexed term.
     EncodedQueries encode(const std::vector<std::string>& queries) const;
 
-    const StringTable& vocabulary() const noexcept { return vocabulary_; }
+    const StringTableView& vocabulary() const noexcept { return vocabulary_; }
 
 private:
     Analyzer analyzer_;
-    StringTable vocabulary_;
+    StringTableView vocabulary_;
 };
 
 }  // namespace hybrid_engine

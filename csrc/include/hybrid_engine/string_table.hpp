@@ -12,10 +12,15 @@ namespace hybrid_engine {
 /// Maps distinct byte strings to dense ids 0, 1, 2, ... in insertion order.
 ///
 /// Keys live back to back in one byte arena (`bytes()`, delimited by `offsets()`), which is
-/// also the on-disk vocabulary layout. Lookups never allocate. Const members are safe to call
-/// from many threads at once as long as no thread inserts.
+/// also the on-disk vocabulary layout, and so does the open-addressing slot array (`slots()`):
+/// a saved BM25 index keeps all three, and `StringTableView` looks keys up in them in place.
+/// Lookups never allocate. Const members are safe to call from many threads at once as long as
+/// no thread inserts.
 class StringTable {
 public:
+    /// The high 32 bits of a slot: those of its key's `hash`.
+    static constexpr uint64_t kTagMask = 0xFFFFFFFF00000000ULL;
+
     StringTable();
 
     /// Rebuilds a table from an arena of `n_bytes` and its `n + 1` offsets (as returned by
@@ -42,14 +47,22 @@ public:
     const std::string& bytes() const noexcept { return bytes_; }
     const std::vector<int64_t>& offsets() const noexcept { return offsets_; }
 
-private:
+    /// The slots: key k with id i sits in the first slot from `hash(k) & (size - 1)` on
+    /// (linear probing, wrapping) that holds `(hash(k) & kTagMask) | (i + 1)`; 0 is an empty
+    /// slot. The size is a power of two >= 16, at least twice the number of keys.
+    const std::vector<uint64_t>& slots() const noexcept { return slots_; }
+
+    /// The hash of `key`. Saved indexes hold slots placed by it (`slots()`): changing it
+    /// changes the BM25 format (hybrid_engine/lexical/bm25_format.py), which must bump its
+    /// version.
     static uint64_t hash(std::string_view key) noexcept;
+
+private:
     void grow();
 
-    // A slot holds (high 32 bits of the key's hash << 32) | (id + 1), or 0 when empty, so most
-    // mismatches are rejected without touching the key arena. The size is a power of two.
+    // Most mismatches are rejected on the tag, without touching the key arena.
     static uint64_t slot_entry(uint64_t hash, int32_t id) noexcept {
-        return (hash & 0xFFFFFFFF00000000ULL) | static_cast<uint32_t>(id + 1);
+        return (hash & kTagMask) | static_cast<uint32_t>(id + 1);
     }
 
     std::string bytes_;
