@@ -130,6 +130,14 @@ def test_grouping_and_order_do_not_change_scores(
     for tokens in (1, 600):
         monkeypatch.setattr(cross_encoder_module, "TOKENS_PER_RUN", tokens)
         np.testing.assert_allclose(model.score(queries, passages), alone, atol=2e-5)
+    for chunk in (1, 5):  # chunks of 5, 5 and 2 pairs, each sorted by its own lengths
+        monkeypatch.setattr(cross_encoder_module, "PAIRS_PER_CHUNK", chunk)
+        np.testing.assert_allclose(model.score(queries, passages), alone, atol=2e-5)
+        np.testing.assert_allclose(
+            model.score([queries[i] for i in permutation], [passages[i] for i in permutation]),
+            alone[permutation],
+            atol=2e-5,
+        )
 
 
 def test_one_query_for_every_passage(model: CrossEncoder, scifact_pairs) -> None:

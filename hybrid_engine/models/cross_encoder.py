@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -11,7 +11,7 @@ from tokenizers import Encoding, Tokenizer
 
 from hybrid_engine.checks import check_texts
 from hybrid_engine.models._batching import length_runs, pad_encodings
-from hybrid_engine.models.session import OnnxModel
+from hybrid_engine.models.session import OnnxModel, shrinking_run_options
 from hybrid_engine.models.store import (
     CROSS_ENCODER,
     TOKENIZER_FILE,
@@ -24,8 +24,13 @@ QUERY_MAX_TOKENS = 64
 room; the passage gets the rest."""
 TOKENS_PER_RUN = 2048
 """Most tokens (pairs x padded length) in one ONNX Runtime call."""
-MAX_PAIRS_PER_RUN = 256
-"""Most pairs in one ONNX Runtime call (short pairs)."""
+PAIRS_PER_CHUNK = 64
+"""Most pairs tokenized at a time by ``score``, and so most pairs in one ONNX Runtime call.
+A pair's encodings take about 50 KB at 512 tokens while they live, and glibc keeps what a
+thread frees in that thread's own heap: tokenizing a reranked batch of 1,500 pairs at once
+left ~65 MiB in every thread that ever reranked. Chunks of 64 leave ~5 MiB per thread, for
+3.7% more padded tokens than one length sort over all pairs (SciFact top 30, 512 tokens;
+docs/hardening.md, "Memory under load")."""
 
 
 PREFIX_CHARS_PER_TOKEN = 12
@@ -63,6 +68,9 @@ class CrossEncoder(OnnxModel):
         tokenizer.no_padding()
         tokenizer.no_truncation()
         self._tokenizer = tokenizer
+        # Reranking runs big batches, often from several threads at once: the arena would keep
+        # their summed peak.
+        self._run_options = shrinking_run_options()
         self._specials = tokenizer.num_special_tokens_to_add(is_pair=True)
         self._query_max_tokens = min(QUERY_MAX_TOKENS, (self._max_length - self._specials) // 2)
         self._model_hash = info.model_hash(
@@ -216,9 +224,9 @@ class CrossEncoder(OnnxModel):
         -------
         numpy.ndarray
             float32, shape ``(len(passages),)``: the model's logit per pair, higher is more
-            relevant. Pairs are sorted by token count and run in groups of at most
-            ``TOKENS_PER_RUN`` tokens; the output is in input order and does not depend on the
-            grouping.
+            relevant. Pairs are tokenized ``PAIRS_PER_CHUNK`` at a time, sorted by token
+            count within each chunk and run in groups of at most ``TOKENS_PER_RUN`` tokens;
+            the output is in input order and does not depend on the grouping.
 
         Raises
         ------
@@ -240,12 +248,32 @@ class CrossEncoder(OnnxModel):
         out = np.empty(len(passage_list), np.float32)
         if not passage_list:
             return out
-        pairs = self.encode_pairs(query_list, passage_list)
-        lengths = np.fromiter((len(e.ids) for e in pairs), np.int64, len(pairs))
-        for positions in length_runs(lengths, MAX_PAIRS_PER_RUN, TOKENS_PER_RUN):
-            feed = pad_encodings([pairs[p] for p in positions], self._inputs)
-            out[positions] = self._session.run(None, feed)[0][:, 0]
+        for positions, feed in self._feeds(query_list, passage_list):
+            out[positions] = self._session.run(None, feed, self._run_options)[0][:, 0]
         return out
+
+    def _feeds(
+        self, queries: Sequence[str], passages: Sequence[str]
+    ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+        """The model calls of aligned, checked pairs, as (positions, ONNX feed), the pairs
+        tokenized ``PAIRS_PER_CHUNK`` at a time (``_chunk_feeds``)."""
+        for start in range(0, len(passages), PAIRS_PER_CHUNK):
+            stop = start + PAIRS_PER_CHUNK
+            for positions, feed in self._chunk_feeds(queries[start:stop], passages[start:stop]):
+                yield start + positions, feed
+
+    def _chunk_feeds(
+        self, queries: Sequence[str], passages: Sequence[str]
+    ) -> list[tuple[np.ndarray, dict[str, np.ndarray]]]:
+        """The model calls of one chunk of pairs: length-sorted runs of at most
+        ``TOKENS_PER_RUN`` padded tokens, as (positions into the chunk, ONNX feed). Eager, so
+        the chunk's encodings are freed before the next chunk is tokenized."""
+        pairs = self.encode_pairs(queries, passages)
+        lengths = np.fromiter((len(e.ids) for e in pairs), np.int64, len(pairs))
+        return [
+            (positions, pad_encodings([pairs[p] for p in positions], self._inputs))
+            for positions in length_runs(lengths, PAIRS_PER_CHUNK, TOKENS_PER_RUN)
+        ]
 
 
 def _validated_configuration(manifest: Mapping[str, Any]) -> dict[str, Any]:

@@ -52,6 +52,20 @@ def create_session(path: str | os.PathLike[str], num_threads: int | None) -> ort
     return ort.InferenceSession(os.fspath(path), options, providers=["CPUExecutionProvider"])
 
 
+def shrinking_run_options() -> ort.RunOptions:
+    """Options for ``InferenceSession.run`` that hand the session's CPU memory arena its unused
+    regions back at the end of each run.
+
+    Without them the arena keeps the largest memory it ever held for the session's life, and
+    concurrent runs add up: eight threads scoring 512-token pairs at once grew one
+    cross-encoder session by ~580 MiB that it kept (docs/hardening.md, "Memory under load").
+    The arena allocates again at the next run.
+    """
+    options = ort.RunOptions()
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
+
+
 class OnnxModel:
     """What every model of the engine shares: its prepared folder, variant, ONNX Runtime
     session and identity (``Encoder``, ``SpladeEncoder`` and ``CrossEncoder`` extend it).
