@@ -11,6 +11,9 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +22,7 @@ from conftest import CROSS_ENCODER_TRAINING
 
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.models import cross_encoder as cross_encoder_module
+from hybrid_engine.models import session as session_module
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import QUERY_MAX_TOKENS, CrossEncoder
 from hybrid_engine.models.store import ModelNotFoundError, read_model
@@ -138,6 +142,39 @@ def test_grouping_and_order_do_not_change_scores(
             alone[permutation],
             atol=2e-5,
         )
+
+
+def test_concurrent_scores_run_at_most_cores_per_thread_model_calls_at_once(
+    cross_encoder_path: Path, scifact_pairs, monkeypatch
+) -> None:
+    """Eight threads scoring through a session of one intra-op thread on a machine of two
+    cores: at most two model calls run at once (``session.run_slots``), and every thread gets
+    the scores it would alone."""
+    monkeypatch.setattr(session_module, "default_threads", lambda: 2)
+    encoder = CrossEncoder.load(cross_encoder_path, num_threads=1)
+    queries, passages = scifact_pairs
+    alone = encoder.score(queries[:6], passages[:6])
+    session, lock, running, most = encoder._session, threading.Lock(), [0], [0]
+
+    class Counting:
+        def run(self, *args):  # type: ignore[no-untyped-def]
+            with lock:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            try:
+                time.sleep(0.01)  # lets the other threads reach their call meanwhile
+                return session.run(*args)
+            finally:
+                with lock:
+                    running[0] -= 1
+
+    monkeypatch.setattr(encoder, "_session", Counting())
+    monkeypatch.setattr(cross_encoder_module, "PAIRS_PER_CHUNK", 1)  # one call per pair
+    with ThreadPoolExecutor(8) as pool:
+        scores = list(pool.map(lambda _: encoder.score(queries[:6], passages[:6]), range(8)))
+    for got in scores:
+        np.testing.assert_allclose(got, alone, atol=2e-5)
+    assert 1 <= most[0] <= 2
 
 
 def test_one_query_for_every_passage(model: CrossEncoder, scifact_pairs) -> None:

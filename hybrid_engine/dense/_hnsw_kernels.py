@@ -19,6 +19,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+
 def _prefetch_codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
     """LLVM ``prefetch`` (read, high locality) of ``array[index]``'s cache line."""
     array_type = signature.args[0]

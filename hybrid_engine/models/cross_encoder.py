@@ -11,7 +11,7 @@ from tokenizers import Encoding, Tokenizer
 
 from hybrid_engine.checks import check_texts
 from hybrid_engine.models._batching import length_runs, pad_encodings
-from hybrid_engine.models.session import OnnxModel, shrinking_run_options
+from hybrid_engine.models.session import OnnxModel, run_slots, shrinking_run_options
 from hybrid_engine.models.store import (
     CROSS_ENCODER,
     TOKENIZER_FILE,
@@ -54,6 +54,8 @@ class CrossEncoder(OnnxModel):
     included.
 
     Thread-safe: ``score`` may be called from several threads; the session releases the GIL.
+    At most ``cores // num_threads`` of its model calls run at once (``session.run_slots``);
+    the others wait for a turn between calls, tokenizing meanwhile.
     """
 
     def __init__(
@@ -71,6 +73,7 @@ class CrossEncoder(OnnxModel):
         # Reranking runs big batches, often from several threads at once: the arena would keep
         # their summed peak.
         self._run_options = shrinking_run_options()
+        self._slots = run_slots(num_threads)
         self._specials = tokenizer.num_special_tokens_to_add(is_pair=True)
         self._query_max_tokens = min(QUERY_MAX_TOKENS, (self._max_length - self._specials) // 2)
         self._model_hash = info.model_hash(
@@ -249,7 +252,8 @@ class CrossEncoder(OnnxModel):
         if not passage_list:
             return out
         for positions, feed in self._feeds(query_list, passage_list):
-            out[positions] = self._session.run(None, feed, self._run_options)[0][:, 0]
+            with self._slots:  # runs past the cores would only queue, holding their memory
+                out[positions] = self._session.run(None, feed, self._run_options)[0][:, 0]
         return out
 
     def _feeds(

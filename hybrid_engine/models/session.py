@@ -4,6 +4,7 @@ base of the models that run in them."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from typing import ClassVar, TypeVar
 
@@ -11,6 +12,7 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Encoding, Tokenizer
 
+from hybrid_engine._threads import default_threads
 from hybrid_engine.checks import check_threads
 from hybrid_engine.models._batching import length_runs
 from hybrid_engine.models.store import TOKENIZER_FILE, ModelInfo, read_model
@@ -64,6 +66,18 @@ def shrinking_run_options() -> ort.RunOptions:
     options = ort.RunOptions()
     options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
     return options
+
+
+def run_slots(num_threads: int | None) -> threading.BoundedSemaphore:
+    """A semaphore admitting as many concurrent runs of a session of ``num_threads`` intra-op
+    threads (``create_session``) as the cores keep busy: ``default_threads() // threads``, at
+    least 1.
+
+    More runs at once only queue for the same cores inside ONNX Runtime, each holding its
+    working memory while it waits: eight threads reranking at once on 2 cores held about
+    eight runs' worth (docs/hardening.md, "Memory under load").
+    """
+    return threading.BoundedSemaphore(max(1, default_threads() // check_threads(num_threads)))
 
 
 class OnnxModel:
