@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from process_memory import in_fresh_process, memory
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -42,16 +42,6 @@ N_QUERIES = 2000
 N_RECALL = 200
 FEW = 20
 """RSS is also reported after this many queries."""
-
-
-def memory() -> dict[str, float]:
-    """This process's VmRSS and RssFile, MiB."""
-    fields = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "RssFile", "RssAnon"):
-            fields[key] = int(value.split()[0]) / 1024
-    return fields
 
 
 def serve(work: Path, mode: str) -> dict[str, Any]:
@@ -119,13 +109,12 @@ def main() -> None:
     disk = sum(f.stat().st_size for f in (work / "index").iterdir()) / 2**20
     rows = []
     for mode in MODES:
-        done = subprocess.run(
-            [sys.executable, __file__, "--n", str(args.n), "--dir", str(args.dir),
-             "--serve", mode],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
         row = {"vectors": args.n, "disk_mib": disk, "mode": mode}
-        row.update(json.loads(done.stdout.splitlines()[-1]))
+        row.update(
+            in_fresh_process(
+                [__file__, "--n", str(args.n), "--dir", str(args.dir), "--serve", mode]
+            )
+        )
         rows.append(row)
         print(
             f"{args.n:>8} vectors {disk:7.1f} MiB  {mode:<12} load {row['load_ms']:8.1f} ms  "

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from process_memory import in_fresh_process, memory
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -34,16 +35,6 @@ MODES = {
 }
 FRACTIONS = (16, 4, 1)
 """Indexes over the first 1/16, 1/4 and all of the scale corpus."""
-
-
-def memory() -> dict[str, float]:
-    """This process's VmRSS and RssFile, MiB."""
-    fields = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "RssFile", "RssAnon"):
-            fields[key] = int(value.split()[0]) / 1024
-    return fields
 
 
 def serve(path: Path, mode: str, queries: list[str]) -> dict[str, Any]:
@@ -93,16 +84,15 @@ def main() -> None:
             BM25Index.build(texts[: len(texts) // fraction]).save(path)
             disk = sum(f.stat().st_size for f in path.iterdir()) / 2**20
             for mode in MODES:
-                done = subprocess.run(
-                    [sys.executable, __file__, "--data", str(args.data), "--queries",
-                     str(args.queries), "--serve", str(path), mode],
-                    capture_output=True, text=True, check=True,
+                served = in_fresh_process(
+                    [__file__, "--data", str(args.data), "--queries", str(args.queries),
+                     "--serve", str(path), mode]
                 )  # fmt: skip
                 row = {
                     "documents": len(texts) // fraction,
                     "disk_mib": disk,
                     "mode": mode,
-                    **json.loads(done.stdout.splitlines()[-1]),
+                    **served,
                 }
                 rows.append(row)
                 print(
