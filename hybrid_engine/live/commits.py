@@ -41,7 +41,8 @@ from hybrid_engine.storage._files import NPY_ERRORS, fsync, sha256
 FORMAT = "hybrid_engine.live"
 FORMAT_VERSION = 1
 LOCK = "write.lock"
-_COMMIT = re.compile(r"^commit-(\d{8})\.json$")
+COMMIT_POINT = re.compile(r"^commit-(\d{8})\.json$")
+"""The name of a commit point; its group is the generation."""
 
 
 @dataclass(frozen=True)
@@ -304,7 +305,7 @@ def _generations(path: Path) -> list[int]:
         names = os.listdir(path)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    return sorted(int(m.group(1)) for name in names if (m := _COMMIT.match(name)))
+    return sorted(int(m.group(1)) for name in names if (m := COMMIT_POINT.match(name)))
 
 
 def _commit_file(generation: int) -> str:

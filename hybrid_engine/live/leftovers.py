@@ -30,7 +30,6 @@ _FILE = re.compile(
     r"|\.(commit-\d{8}\.json|seg-\d{6,}\.del-\d{8}\.npy)\.tmp"
 )
 """Commit points, deletion masks, and the temporary files each is written to first."""
-_COMMIT = re.compile(r"commit-\d{8}\.json")
 
 
 def _of_layout(path: Path, name: str) -> bool:
@@ -104,7 +103,7 @@ def first_save_leftovers(path: Path) -> list[str]:
     names = sorted(os.listdir(path))
     others = [name for name in names if name != commits.LOCK]
     for name in others:
-        if _COMMIT.fullmatch(name):
+        if commits.COMMIT_POINT.fullmatch(name):
             raise FileExistsError(
                 f"{path} exists and is not empty: it holds a live index ({name}); load it "
                 f"with HybridIndex.load to change it, or save to a new or empty directory "
