@@ -11,6 +11,7 @@ from tokenizers import Encoding, Tokenizer
 
 from hybrid_engine.checks import check_texts
 from hybrid_engine.models._batching import length_runs, pad_encodings
+from hybrid_engine.models.heap import release_free_heap
 from hybrid_engine.models.session import OnnxModel, run_slots, shrinking_run_options
 from hybrid_engine.models.store import (
     CROSS_ENCODER,
@@ -229,7 +230,8 @@ class CrossEncoder(OnnxModel):
             float32, shape ``(len(passages),)``: the model's logit per pair, higher is more
             relevant. Pairs are tokenized ``PAIRS_PER_CHUNK`` at a time, sorted by token
             count within each chunk and run in groups of at most ``TOKENS_PER_RUN`` tokens;
-            the output is in input order and does not depend on the grouping.
+            the output is in input order and does not depend on the grouping. The C heap's
+            free memory goes back to the system at the end (``heap.release_free_heap``).
 
         Raises
         ------
@@ -254,6 +256,7 @@ class CrossEncoder(OnnxModel):
         for positions, feed in self._feeds(query_list, passage_list):
             with self._slots:  # runs past the cores would only queue, holding their memory
                 out[positions] = self._session.run(None, feed, self._run_options)[0][:, 0]
+        release_free_heap()  # else this thread's malloc arena keeps the call's peak
         return out
 
     def _feeds(
