@@ -228,6 +228,28 @@ def test_three_way_save_load(engine3: HybridIndex, tmp_path: Path) -> None:
         )
 
 
+def test_a_mapped_load_leaves_the_splade_postings_unread(
+    engine3: HybridIndex, tmp_path: Path
+) -> None:
+    """The engine's ``mmap`` reaches the SPLADE leg with its default ``verify``: the postings
+    are mapped, none checked until a search reads it."""
+    engine3.save(tmp_path / "hybrid3")
+    mapped = HybridIndex.load(
+        tmp_path / "hybrid3",
+        encoder=HashingEncoder(),
+        splade_encoder=HashingSparseEncoder(),
+        mmap=True,
+    )
+    splade = mapped.splade
+    assert splade is not None and splade._check is not None
+    assert isinstance(splade._arrays["impacts"], np.memmap)
+    assert not splade._check._checked.any()
+    before, after = engine3.search(QUERIES, 10), mapped.search(QUERIES, 10)
+    np.testing.assert_array_equal(before.ids, after.ids)
+    np.testing.assert_array_equal(before.scores, after.scores)
+    assert splade._check._checked.any()
+
+
 def test_three_way_concurrent_searches_equal_sequential(engine3: HybridIndex) -> None:
     queries = [f"{a} {b}" for a in WORDS for b in WORDS[:3]]
     sequential = [engine3.search([q], 10) for q in queries]

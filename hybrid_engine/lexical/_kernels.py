@@ -165,7 +165,9 @@ def search_batch(
         use_impacts)``: the compressed postings (int64 ``(n_terms + 1,)``, uint8) with the
         float32 ``(n_docs,)`` output of ``_formulas.doc_factors``, read when ``use_impacts``
         is false; the output of ``_postings_decode.impacts_from_postings``, read when it is
-        true (empty arrays otherwise).
+        true (empty arrays otherwise), or any impacts of that shape: SPLADE's are its uint8
+        quantized weights, read in place (numba compiles each dtype; an impact is promoted
+        to float64 as it is multiplied, so a uint8 scores exactly as its float32 copy would).
     scoring : tuple
         ``(method, k1, delta)``: a code of ``_formulas.METHODS`` and the BM25 parameters
         (``delta`` is used by bm25l and bm25+ only).

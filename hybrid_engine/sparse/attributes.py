@@ -8,6 +8,7 @@ import numpy as np
 from hybrid_engine import _core
 from hybrid_engine.corpus import DocIds
 from hybrid_engine.lexical.postings import PostingsSearcher
+from hybrid_engine.lexical.postings_check import PostingsCheck
 from hybrid_engine.protocols import SparseEncoder
 from hybrid_engine.results import SparseVectors
 
@@ -25,10 +26,13 @@ class SpladeAttributes:
         doc_ids: DocIds,
         encoder: SparseEncoder,
         model_hash: str,
+        check: PostingsCheck | None = None,
     ) -> None:
         """Private: use ``build``, ``from_vectors`` or ``load``. ``arrays`` must already be
-        validated."""
+        validated, but for the posting lists that ``check`` (when given) checks on first
+        use."""
         self._arrays = arrays
+        self._check = check
         self._scale = float(scale)
         self._doc_ids = doc_ids
         self._encoder = encoder
@@ -37,18 +41,20 @@ class SpladeAttributes:
         self._doc_freqs = np.diff(offsets).astype(np.int32)
         # The BM25 kernels' impact layout: a term's weight is q_w * idf[t], here the scale.
         self._term_scale = np.full(len(self._doc_freqs), self._scale, np.float64)
+        # The uint8 impacts in place (mapped too): the kernels promote each to float64 as they
+        # multiply, exactly as they would a float32 copy of it.
         layout = (
             offsets,
             _NO_BYTES,
             _NO_FACTORS,
             offsets,
             arrays["doc_ids"],
-            arrays["impacts"].astype(np.float32),
+            arrays["impacts"],
             True,
         )
         # (method, k1, delta) are unused by the impact layout.
         self._searcher = PostingsSearcher(
-            self._term_scale, self._doc_freqs, layout, (0, 0.0, 0.0), len(doc_ids)
+            self._term_scale, self._doc_freqs, layout, (0, 0.0, 0.0), len(doc_ids), check
         )
 
     # -- properties ---------------------------------------------------------------------------
@@ -87,8 +93,16 @@ class SpladeAttributes:
         return self._model_hash
 
     def postings(self, term: int) -> tuple[np.ndarray, np.ndarray]:
-        """Doc ids (int32, ascending) and uint8 impacts of one term id's postings."""
+        """Doc ids (int32, ascending) and uint8 impacts of one term id's postings.
+
+        Raises
+        ------
+        IndexFormatError
+            The term's postings are malformed (an index loaded without ``verify``).
+        """
         start, end = self._arrays["posting_offsets"][term : term + 2]
+        if self._check is not None:
+            self._check.terms(np.array([term], np.int32))
         return self._arrays["doc_ids"][start:end], self._arrays["impacts"][start:end]
 
     def document_vectors(self, positions: np.ndarray | None = None) -> SparseVectors:
@@ -114,8 +128,12 @@ class SpladeAttributes:
             ``positions`` is not a 1-d integer array.
         IndexError
             A position outside ``[0, num_documents)``.
+        IndexFormatError
+            A malformed posting list (an index loaded without ``verify``): every one is read.
         """
         n_docs = self.num_documents
+        if self._check is not None:
+            self._check.everything()
         # Term-major postings inverted again: each term's doc ids become a document's terms.
         rows = _core.invert_impacts(
             self._arrays["posting_offsets"],

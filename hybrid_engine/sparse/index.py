@@ -236,6 +236,8 @@ class SpladeIndex(SpladeAttributes):
         TypeError
             Queries that are not a str or a batch of str (``checks.check_queries``), or
             ``allowed`` that is not a numpy bool array.
+        IndexFormatError
+            A posting list the queries read is malformed (an index loaded without ``verify``).
         """
         k = check_k(k)
         if allowed is not None:
@@ -284,7 +286,7 @@ class SpladeIndex(SpladeAttributes):
         *,
         encoder: SparseEncoder | None = None,
         mmap: bool = False,
-        verify: bool = True,
+        verify: bool | None = None,
     ) -> SpladeIndex:
         """Read an index saved by ``save``.
 
@@ -297,8 +299,13 @@ class SpladeIndex(SpladeAttributes):
             ``model_hash`` must be the one the index recorded.
         mmap : bool
             Memory-map the postings read-only instead of reading them.
-        verify : bool
-            Check every file's sha256. The postings' structure is checked either way.
+        verify : bool, optional
+            Check every file's sha256 and every posting list now (one pass over the data).
+            Without, a posting list is checked the first time a search (or ``postings``,
+            ``document_vectors``) reads it, so a corrupt one never reaches the kernels either:
+            that call raises ``IndexFormatError``. The arrays' dtypes and lengths and the
+            offsets are checked either way. None (the default): ``not mmap``, so that a
+            memory-mapped index opens without reading its postings (the ids are still read).
 
         Raises
         ------
@@ -309,6 +316,7 @@ class SpladeIndex(SpladeAttributes):
         ModelNotFoundError
             ``encoder`` is None and the SPLADE model is not prepared.
         """
+        verify = not mmap if verify is None else verify
         saved = read_splade(path, mmap=mmap, verify=verify)
         model_hash, vocab_size = saved.model_hash, saved.vocab_size
         if encoder is None:
@@ -322,4 +330,4 @@ class SpladeIndex(SpladeAttributes):
                 f"({encoder.vocab_size} terms): its query vectors would not match; load with the "
                 "encoder that built the index, or rebuild the index with this one"
             )
-        return cls(saved.arrays, saved.scale, saved.doc_ids, encoder, model_hash)
+        return cls(saved.arrays, saved.scale, saved.doc_ids, encoder, model_hash, saved.check)
