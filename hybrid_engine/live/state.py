@@ -20,7 +20,7 @@ import numpy as np
 from hybrid_engine.corpus import Document
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.errors import IndexFormatError, UnknownIdError
-from hybrid_engine.live import commits, state_files
+from hybrid_engine.live import commits, layout, state_files
 from hybrid_engine.live.commits import CommitPoint, WriterLock
 from hybrid_engine.live.config import EngineConfig
 from hybrid_engine.live.merge_policy import MergePolicy
@@ -158,7 +158,7 @@ class LiveState:
             )
             if segment.splade is not None and self.config.splade_scale is None:
                 self.config = self.config.with_splade_scale(segment.splade.scale)
-            name = commits.segment_name(self._next_segment)
+            name = layout.segment_name(self._next_segment)
             self._next_segment += 1
             segments.append(segment)
             live.append(None)
@@ -197,7 +197,7 @@ class LiveState:
                     )
                 )
                 live.append(None)
-                name = commits.segment_name(self._next_segment)
+                name = layout.segment_name(self._next_segment)
                 self._next_segment += 1
                 names.append(name)
                 new_names.append(name)
