@@ -37,7 +37,7 @@ from live_oracle import assert_bm25_equals_fresh, document, live_documents, new_
 
 from hybrid_engine import BM25Index, IndexFormatError
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
-from hybrid_engine.live import commits
+from hybrid_engine.live import commits, layout
 from hybrid_engine.pipeline.engine import HybridIndex
 
 SAMPLES = 3
@@ -126,7 +126,7 @@ def _assert_only_committed(path: Path) -> None:
     point = commits.read_commit(path)
     named = {entry.name for entry in point.segments}
     named |= {entry.deletes for entry in point.segments if entry.deletes is not None}
-    assert set(names(path)) == {commits.LOCK, f"commit-{point.generation:08d}.json"} | named
+    assert set(names(path)) == {layout.LOCK, f"commit-{point.generation:08d}.json"} | named
 
 
 def _reopen_live(path: Path) -> list[dict]:

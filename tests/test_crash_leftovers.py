@@ -32,7 +32,7 @@ from faults import DIED, Fault, injected
 from live_oracle import assert_bm25_equals_fresh, document, live_documents, new_engine
 
 from hybrid_engine import BM25Index, storage
-from hybrid_engine.live import commits
+from hybrid_engine.live import commits, layout
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.storage import replace
 
@@ -105,7 +105,7 @@ def test_a_save_to_what_a_killed_first_save_left_proceeds(context, tmp_path: Pat
     for at in sorted({1, count // 3, 2 * count // 3, count}):
         path = tmp_path / f"write-{at}" / "hybrid"
         left = killed_first_save(context, path, at)
-        assert commits.LOCK in left and len(left) > 1, f"write {at}: left {left}"
+        assert layout.LOCK in left and len(left) > 1, f"write {at}: left {left}"
         crash_targets.save_hybrid(path, N_DOCS)
         assert reopened(path) == INITIAL[:N_DOCS]
         assert unreferenced(path) == []
@@ -122,8 +122,8 @@ def _link(path: Path) -> str:
 
 
 def _no_lock(path: Path) -> str:
-    (path / commits.LOCK).unlink()
-    return commits.LOCK
+    (path / layout.LOCK).unlink()
+    return layout.LOCK
 
 
 @pytest.mark.parametrize("spoil", [_user_file, _link, _no_lock])

@@ -27,6 +27,7 @@ from dense_oracle import HashingEncoder
 from live_oracle import assert_bm25_equals_fresh, document, live_documents, new_engine
 
 from hybrid_engine.live import commits as commits_module
+from hybrid_engine.live import layout
 from hybrid_engine.pipeline.engine import HybridIndex
 
 KILLS = kill_count(200)
@@ -106,7 +107,7 @@ def test_kill_minus_9_loses_nothing_committed(
 def unreferenced(index: Path) -> list[str]:
     """The entries of ``index`` that its latest commit point does not name (nor the lock)."""
     point = commits_module.read_commit(index)
-    named = {commits_module.LOCK, f"commit-{point.generation:08d}.json"}
+    named = {layout.LOCK, f"commit-{point.generation:08d}.json"}
     for entry in point.segments:
         named |= {entry.name, entry.deletes} - {None}
     return sorted(set(os.listdir(index)) - named)

@@ -67,6 +67,12 @@ class GraphFile:
         """The error for a fault of this file, naming ``shown_as``."""
         return IndexFormatError(f"{self.shown_as}: {what}; the index is corrupt, rebuild it")
 
+    def element_error(self, bad: int, parts: str, whole: str) -> IndexFormatError:
+        """The error for the fault ``bad`` that a check of the body found (``_hnsw_kernels``):
+        the ``parts`` of element ``bad`` malformed, or, where ``bad`` is ``n`` (a fault of the
+        body as a whole), ``whole``."""
+        return self.error(f"the {parts} of element {bad} are malformed" if bad < self.n else whole)
+
     def body(self) -> np.ndarray:
         """The body (after the header) memory-mapped read-only as uint32 words."""
         return np.memmap(self.file, dtype=np.uint32, mode="r", offset=_HEADER.size)
@@ -137,10 +143,8 @@ def load(graph_file: GraphFile) -> hnswlib.Index:
     )
     del words
     if bad >= 0:
-        raise g.error(
-            f"the links or label of element {bad} are malformed"
-            if bad < g.n
-            else "its size, levels or entry point are inconsistent"
+        raise g.element_error(
+            bad, "links or label", "its size, levels or entry point are inconsistent"
         )
     graph = hnswlib.Index(space="ip", dim=g.dim)
     try:

@@ -94,10 +94,8 @@ class MappedGraph:
         run_split(len(queries), max(1, min(num_threads, len(queries))), work)
         if faults:
             bad = min(faults)
-            raise self._file.error(
-                f"the links, levels or label of element {bad} are malformed"
-                if bad < self._file.n
-                else "its entry point, levels or labels are inconsistent"
+            raise self._file.element_error(
+                bad, "links, levels or label", "its entry point, levels or labels are inconsistent"
             )
         if (labels < 0).any():
             raise RuntimeError("fewer than k elements were reached from the entry point")
@@ -131,10 +129,8 @@ class MappedGraph:
                         self._words, g.n, g.level0_words, g.max_m, g.max_level
                     )
                     if bad >= 0:
-                        raise g.error(
-                            f"the upper-level links of element {bad} are malformed"
-                            if bad < g.n
-                            else "its size does not match its levels"
+                        raise g.element_error(
+                            bad, "upper-level links", "its size does not match its levels"
                         )
                     self._starts = starts
         return self._starts

@@ -16,7 +16,7 @@ before it leaves the previous commit point as the latest, a crash after it the n
 way every file the latest commit names is complete. Files that no commit point names (older
 segments and masks, temporary files and slots of an interrupted write) are removed by the
 writer after each commit and when it first takes the lock, and by a load that finds the lock
-free (``leftovers``).
+free (``leftovers``). The names of these entries: ``layout``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -36,13 +35,11 @@ import numpy as np
 
 from hybrid_engine._version import __version__
 from hybrid_engine.errors import IndexFormatError, WriterLockedError
+from hybrid_engine.live import layout
 from hybrid_engine.storage._files import NPY_ERRORS, fsync, sha256
 
 FORMAT = "hybrid_engine.live"
 FORMAT_VERSION = 1
-LOCK = "write.lock"
-COMMIT_POINT = re.compile(r"^commit-(\d{8})\.json$")
-"""The name of a commit point; its group is the generation."""
 
 
 @dataclass(frozen=True)
@@ -88,11 +85,7 @@ def is_live_index(path: Path) -> bool:
 
 def is_committed(path: Path, generation: int) -> bool:
     """Whether the commit point of ``generation`` is in place in the index at ``path``."""
-    return (path / _commit_file(generation)).is_file()
-
-
-def segment_name(number: int) -> str:
-    return f"seg-{number:06d}"
+    return (path / layout.commit_point_name(generation)).is_file()
 
 
 def read_commit(path: Path) -> CommitPoint:
@@ -109,7 +102,7 @@ def read_commit(path: Path) -> CommitPoint:
     generations = _generations(path)
     if not generations:
         raise IndexFormatError(f"{path} holds no commit point (commit-*.json); is it an index?")
-    file = path / _commit_file(generations[-1])
+    file = path / layout.commit_point_name(generations[-1])
     try:
         values = json.loads(file.read_text(encoding="utf-8"))
         if values.get("format") != FORMAT:
@@ -164,8 +157,8 @@ def write_deletes(path: Path, name: str, generation: int, live: np.ndarray) -> S
     """Write segment ``name``'s deletion mask for commit ``generation`` (fsynced, renamed into
     place) and return its entry."""
     deleted = ~live
-    file = f"{name}.del-{generation:08d}.npy"
-    temporary = path / f".{file}.tmp"
+    file = layout.mask_name(name, generation)
+    temporary = path / layout.temporary_name(file)
     with open(temporary, "wb") as f:
         np.save(f, np.packbits(deleted), allow_pickle=False)
         f.flush()
@@ -183,8 +176,8 @@ def write_deletes(path: Path, name: str, generation: int, live: np.ndarray) -> S
 def write_commit(path: Path, point: CommitPoint) -> None:
     """Publish ``point``: every file it names must already be on disk, fsynced."""
     fsync(path)  # the segment directories and mask files renamed in so far
-    name = _commit_file(point.generation)
-    temporary = path / f".{name}.tmp"
+    name = layout.commit_point_name(point.generation)
+    temporary = path / layout.temporary_name(name)
     with open(temporary, "w", encoding="utf-8") as f:
         json.dump(point.to_dict(), f, indent=1)
         f.flush()
@@ -205,7 +198,7 @@ def remove_unreferenced(path: Path, point: CommitPoint) -> None:
 def named(point: CommitPoint) -> set[str]:
     """The entries of an index directory that ``point`` uses: itself, its segment
     directories and deletion mask files, and the lock."""
-    keep = {_commit_file(point.generation), LOCK}
+    keep = {layout.commit_point_name(point.generation), layout.LOCK}
     for entry in point.segments:
         keep.add(entry.name)
         if entry.deletes is not None:
@@ -232,13 +225,13 @@ class WriterLock:
     def __init__(self, path: Path) -> None:
         """Take the lock; WriterLockedError when another writer holds it. A load that holds
         it for a moment to remove leftovers (``lock_if_free``) is waited for, not reported."""
-        self._fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd = os.open(path / layout.LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             if not _try_lock(self._fd) and not _try_lock_once_tidied(path, self._fd):
                 raise WriterLockedError(
-                    f"another writer holds {path / LOCK}: one engine (thread or process) at a "
-                    "time may change an index directory; close the other one (engine.close()) "
-                    "or open this one only to search"
+                    f"another writer holds {path / layout.LOCK}: one engine (thread or process) "
+                    "at a time may change an index directory; close the other one "
+                    "(engine.close()) or open this one only to search"
                 )
         except BaseException:
             os.close(self._fd)
@@ -266,7 +259,7 @@ def lock_if_free(path: Path) -> Iterator[bool]:
         if not _try_lock(directory):
             yield False  # another load is tidying
             return
-        lock = os.open(path / LOCK, os.O_RDONLY)
+        lock = os.open(path / layout.LOCK, os.O_RDONLY)
         try:
             yield _try_lock(lock)
         finally:
@@ -305,8 +298,4 @@ def _generations(path: Path) -> list[int]:
         names = os.listdir(path)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    return sorted(int(m.group(1)) for name in names if (m := COMMIT_POINT.match(name)))
-
-
-def _commit_file(generation: int) -> str:
-    return f"commit-{generation:08d}.json"
+    return sorted(int(m.group(1)) for name in names if (m := layout.COMMIT_POINT.fullmatch(name)))

@@ -3,7 +3,7 @@
 A write that dies (``kill -9``, a power loss) leaves entries that its commit point would have
 named, or that it would have removed after it: segment directories and their slots
 (``.seg-N.old-*``), deletion masks and their temporary files, a temporary commit point, and
-commit points and segments it replaced. Only entries of that layout (``commits``: the names
+commit points and segments it replaced. Only entries of that layout (``layout``: the names
 and kinds it writes) are ever taken for leftovers here; anything else is the user's.
 
 - ``remove_at_open``: a load removes the leftovers of an index that has a commit point,
@@ -16,20 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import stat
 from pathlib import Path
 
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.live import commits
-
-_DIRECTORY = re.compile(r"seg-\d{6,}|\.seg-\d{6,}\.old-[^.]+")
-"""Segment directories and the slots their saves write them in (``storage.replace``)."""
-_FILE = re.compile(
-    r"commit-\d{8}\.json|seg-\d{6,}\.del-\d{8}\.npy"
-    r"|\.(commit-\d{8}\.json|seg-\d{6,}\.del-\d{8}\.npy)\.tmp"
-)
-"""Commit points, deletion masks, and the temporary files each is written to first."""
+from hybrid_engine.live import commits, layout
 
 
 def _of_layout(path: Path, name: str) -> bool:
@@ -40,8 +31,8 @@ def _of_layout(path: Path, name: str) -> bool:
     except FileNotFoundError:
         return False
     if stat.S_ISDIR(mode):
-        return _DIRECTORY.fullmatch(name) is not None
-    return stat.S_ISREG(mode) and _FILE.fullmatch(name) is not None
+        return layout.is_entry(name, directory=True)
+    return stat.S_ISREG(mode) and layout.is_entry(name, directory=False)
 
 
 def remove_at_open(path: Path) -> None:
@@ -101,18 +92,18 @@ def first_save_leftovers(path: Path) -> list[str]:
             f"{path} exists and is not a directory; save to a new or empty directory"
         )
     names = sorted(os.listdir(path))
-    others = [name for name in names if name != commits.LOCK]
+    others = [name for name in names if name != layout.LOCK]
     for name in others:
-        if commits.COMMIT_POINT.fullmatch(name):
+        if layout.COMMIT_POINT.fullmatch(name):
             raise FileExistsError(
                 f"{path} exists and is not empty: it holds a live index ({name}); load it "
                 f"with HybridIndex.load to change it, or save to a new or empty directory "
                 f"(or remove {path} first)"
             )
     foreign = [name for name in others if not _of_layout(path, name)]
-    locked = commits.LOCK in names and stat.S_ISREG(os.lstat(path / commits.LOCK).st_mode)
+    locked = layout.LOCK in names and stat.S_ISREG(os.lstat(path / layout.LOCK).st_mode)
     if foreign or (names and not locked):
-        what = f"{foreign[0]!r}" if foreign else f"no plain file {commits.LOCK}"
+        what = f"{foreign[0]!r}" if foreign else f"no plain file {layout.LOCK}"
         raise FileExistsError(
             f"{path} exists and is not empty, and it is not what an interrupted hybrid_engine "
             f"save leaves there (it holds {what}); save to a new or empty directory, or "

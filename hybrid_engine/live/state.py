@@ -2,7 +2,7 @@
 directory it is attached to (if any).
 
 ``commit`` builds a segment of the staged documents, applies the staged deletions, writes both
-to the directory (``commits``), and only then makes the new snapshot the one searches start
+to the directory (``state_files``), and only then makes the new snapshot the one searches start
 from; the merge policy may then merge segments in a further commit. One writer at a time: the
 state's own lock serializes its mutating calls between threads, and the directory's
 ``WriterLock`` (taken on the first mutation, held until ``close``) keeps other engines and
@@ -11,7 +11,6 @@ processes out.
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -21,8 +20,8 @@ import numpy as np
 from hybrid_engine.corpus import Document
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.errors import IndexFormatError, UnknownIdError
-from hybrid_engine.live import commits, leftovers
-from hybrid_engine.live.commits import CommitPoint, SegmentEntry, WriterLock
+from hybrid_engine.live import commits, layout, state_files
+from hybrid_engine.live.commits import CommitPoint, WriterLock
 from hybrid_engine.live.config import EngineConfig
 from hybrid_engine.live.merge_policy import MergePolicy
 from hybrid_engine.live.pending import Pending
@@ -159,7 +158,7 @@ class LiveState:
             )
             if segment.splade is not None and self.config.splade_scale is None:
                 self.config = self.config.with_splade_scale(segment.splade.scale)
-            name = commits.segment_name(self._next_segment)
+            name = layout.segment_name(self._next_segment)
             self._next_segment += 1
             segments.append(segment)
             live.append(None)
@@ -198,7 +197,7 @@ class LiveState:
                     )
                 )
                 live.append(None)
-                name = commits.segment_name(self._next_segment)
+                name = layout.segment_name(self._next_segment)
                 self._next_segment += 1
                 names.append(name)
                 new_names.append(name)
@@ -232,37 +231,13 @@ class LiveState:
             try:
                 self._write(segments, live, names, new_names, changed, generation)
             except OSError as exc:
-                not_durable = self._failed_write(exc, generation)
+                not_durable = state_files.failed_write(self.path, exc, generation)
         self.generation = generation
         self._names = names
         self.snapshot = self._snapshot(segments, live)
         self._pending = Pending()
         if not_durable is not None:
             raise not_durable
-
-    def _failed_write(self, exc: OSError, generation: int) -> OSError:
-        """The error to raise once the state of commit ``generation`` is served, when its
-        write failed after its commit point was in place; otherwise raise ``exc`` (told
-        in words when the disk is full)."""
-        assert self.path is not None
-        if commits.is_committed(self.path, generation):
-            commits.remove_unreferenced(self.path, commits.read_commit(self.path))
-            error = OSError(
-                exc.errno,
-                f"commit {generation} of {self.path} is in place, and it is what searches and "
-                f"loads see, but finishing it failed ({exc}): it may not survive a power loss; "
-                "check the disk",
-            )
-            error.__cause__ = exc
-            return error
-        if exc.errno in DISK_FULL:
-            raise OSError(
-                exc.errno,
-                f"no space left on the device to commit to {self.path}: it stays at commit "
-                f"{generation - 1}, and the changes stay staged; free some space and commit "
-                "again",
-            ) from exc
-        raise exc
 
     def _write(
         self,
@@ -274,29 +249,18 @@ class LiveState:
         generation: int,
     ) -> None:
         assert self.path is not None
-        path = self.path
-        previous = {}
-        if generation > 1:
-            previous = {e.name: e for e in commits.read_commit(path).segments}
-        entries = []
-        for segment, mask, name in zip(segments, live, names, strict=True):
-            if name in new_names:
-                segment.save(path / name)
-            if mask is None:
-                entries.append(SegmentEntry(name=name, num_documents=len(segment)))
-            elif name in changed or name not in previous:
-                entries.append(commits.write_deletes(path, name, generation, mask))
-            else:
-                entries.append(previous[name])
-        point = CommitPoint(
+        state_files.write_state(
+            self.path,
+            segments,
+            live,
+            names,
+            new=new_names,
+            changed=changed,
             generation=generation,
-            config=self.config.to_dict(),
-            segments=tuple(entries),
+            config=self.config,
             next_segment=self._next_segment,
             next_id=self._next_id,
         )
-        commits.write_commit(path, point)
-        commits.remove_unreferenced(path, point)
 
     def _live_counts(self) -> list[int]:
         return [
@@ -318,31 +282,11 @@ class LiveState:
         mmap: bool = False,
     ) -> LiveState:
         """The state of commit ``point`` of the index at ``path``, attached to it (the legs'
-        arrays memory-mapped with ``mmap``).
-
-        Raises
-        ------
-        IndexFormatError
-            A missing or corrupt segment or mask file.
-        FileNotFoundError
-            A file vanished while reading (a writer removed it after a newer commit).
-        """
-        segments, live = [], []
-        for entry in point.segments:
-            segment = Segment.load(
-                path / entry.name,
-                config,
-                encoder=encoder,
-                splade_encoder=splade_encoder,
-                mmap=mmap,
-            )
-            if len(segment) != entry.num_documents:
-                raise IndexFormatError(
-                    f"{path / entry.name} holds {len(segment)} documents, the commit point "
-                    f"{entry.num_documents}; rebuild the index"
-                )
-            segments.append(segment)
-            live.append(commits.read_deletes(path, entry))
+        arrays memory-mapped with ``mmap``). Raises what ``state_files.read_segments`` does
+        (IndexFormatError, FileNotFoundError)."""
+        segments, live = state_files.read_segments(
+            path, point, config, encoder=encoder, splade_encoder=splade_encoder, mmap=mmap
+        )
         return cls(
             config,
             segments,
@@ -362,15 +306,7 @@ class LiveState:
         in ``path`` is removed first (``leftovers.first_save_leftovers`` says what qualifies;
         FileExistsError for anything else)."""
         with self._lock:
-            leftovers.first_save_leftovers(path)  # refused before anything is written there
-            created = not path.exists()
-            path.mkdir(parents=True, exist_ok=True)
-            writer = WriterLock(path)
-            try:  # checked again under the lock: a save there may have committed since
-                commits.remove_entries(path, leftovers.first_save_leftovers(path))
-            except BaseException:
-                writer.release()
-                raise
+            writer, created = state_files.start_first_save(path)
             previous_path, previous_generation = self.path, self.generation
             self.path, self.generation = path, 0
             try:
@@ -385,10 +321,10 @@ class LiveState:
             except BaseException as exc:
                 if isinstance(exc, OSError) and commits.is_committed(path, 1):
                     self._attached(writer)
-                    raise self._failed_write(exc, 1) from exc
+                    raise state_files.failed_write(path, exc, 1) from exc
                 self.path, self.generation = previous_path, previous_generation
                 writer.release()
-                _empty(path, created)
+                state_files.undo_first_save(path, created)
                 if isinstance(exc, OSError) and exc.errno in DISK_FULL:
                     raise OSError(
                         exc.errno,
@@ -426,16 +362,3 @@ class LiveState:
                 self._writer.release()
                 self._writer = None
             self._pending = Pending()
-
-
-def _empty(path: Path, created: bool) -> None:
-    """Undo a failed first save to ``path``: remove the directory if the save created it,
-    else what the save wrote into it (it was empty)."""
-    if created:
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    for child in path.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)

@@ -21,6 +21,7 @@ from hybrid_engine.corpus import DocIds, Document, document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.live import layout
 from hybrid_engine.live.config import EngineConfig
 from hybrid_engine.live.documents import LiveDocuments
 from hybrid_engine.live.segment import Segment
@@ -411,7 +412,7 @@ def _single(
     return LiveState(
         config,
         [segment],
-        ["seg-000000"],
+        [layout.segment_name(0)],
         [None],
         encoder=encoder,
         splade_encoder=splade_encoder,

@@ -40,7 +40,10 @@ _NEW = "new"  # in a slot: the index being saved; after the swap, the one it rep
 _PREVIOUS = "index"  # in a slot: the index that a save in two renames has moved aside
 _ATTEMPTS = 50  # of opening a directory that concurrent saves keep replacing
 _PROC_FD = Path("/proc/self/fd")
-_SLOT = re.compile(r"\.(.+)\.old-[^.]+")  # .NAME.old-XXXXXXXX: a slot of the index NAME
+SLOT_SUFFIX = r"\.old-[^.]+"
+"""What follows ``.NAME`` in the name of a slot of the index ``NAME`` (a regex): ``.old-`` and a
+suffix of ``tempfile``'s, which has no dot."""
+_SLOT = re.compile(rf"\.(.+){SLOT_SUFFIX}")  # .NAME.old-XXXXXXXX: a slot of the index NAME
 
 
 def check_replaceable(target: Path, fmt: str) -> None:
