@@ -38,6 +38,7 @@ FLOORS = {
     "parents": 6,  # parent documents indexed as chunks in the engine (composes HybridIndex)
     "strategies": 6,  # query strategies through a generator (HyDE, decompose, ...) over the engine
     "evaluation": 6,
+    "distributed": 6,  # live engines as shards on Ray actors, searched as one (composes them)
     "training": 7,
     "server": 8,  # the HTTP server over the public API; only the cli's serve imports it
     "cli": 8,

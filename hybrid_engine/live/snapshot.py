@@ -12,6 +12,7 @@ turn them into ids and hits.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,8 +25,9 @@ from hybrid_engine.corpus import DocIds
 from hybrid_engine.dense.index import DenseIndex, joined_exact
 from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.lexical.statistics import CollectionStats
 from hybrid_engine.live.segment import Segment
-from hybrid_engine.live.statistics import TermMap, scored_views
+from hybrid_engine.live.statistics import TermMap, live_counts, scored_views
 from hybrid_engine.live.topk import merge_top_k
 from hybrid_engine.metadata import Filter
 from hybrid_engine.packed import PackedStrings
@@ -82,10 +84,56 @@ class Snapshot:
             for seg, mask in zip(self.segments, self.live, strict=True)
         )
         self._bm25: list[BM25Index] = []
+        self.bm25_counts: tuple[CollectionStats, np.ndarray] | None = None
         legs = [segment.bm25 for segment in self.segments]
         if legs and all(leg is not None for leg in legs):
-            self._bm25 = scored_views(legs, self.term_maps, self.live, len(term_map))  # type: ignore[arg-type]
+            self.bm25_counts = live_counts(legs, self.live, self.term_maps, len(term_map))  # type: ignore[arg-type]
+            self._bm25 = scored_views(legs, self.term_maps, *self.bm25_counts)  # type: ignore[arg-type]
         self._ids: dict[str, tuple[int, int]] | None = None
+
+    def with_bm25_statistics(self, stats: CollectionStats, doc_freqs: np.ndarray) -> Snapshot:
+        """This snapshot with its BM25 legs scoring with the statistics of a collection that
+        holds it (every shard of a sharded index).
+
+        Parameters
+        ----------
+        stats : CollectionStats
+            The collection's live documents and their total length.
+        doc_freqs : numpy.ndarray
+            int64 ``(len(term_map),)``: the collection's live document count of each of
+            ``term_map.terms``.
+
+        Raises
+        ------
+        ValueError
+            No BM25 leg, another shape, or ``stats`` or a count below this snapshot's own (a
+            collection that holds it cannot have fewer).
+        """
+        if self.bm25_counts is None:
+            raise ValueError("this snapshot has no BM25 leg to score with outside statistics")
+        own_stats, own = self.bm25_counts
+        doc_freqs = np.asarray(doc_freqs)
+        if doc_freqs.dtype != np.int64 or doc_freqs.shape != own.shape:
+            raise ValueError(
+                f"doc_freqs must be int64 of shape {own.shape} (one count per term of "
+                f"term_map.terms), got {doc_freqs.dtype} {doc_freqs.shape}"
+            )
+        below = np.flatnonzero(doc_freqs < own)
+        if stats.n_docs < own_stats.n_docs or stats.total_length < own_stats.total_length:
+            raise ValueError(
+                f"collection statistics {stats} are below this snapshot's own {own_stats}: "
+                "they must be those of a collection that holds it"
+            )
+        if len(below):
+            term = self.term_map.terms[int(below[0])]
+            raise ValueError(
+                f"term {term!r} is in {own[below[0]]} live documents here but "
+                f"{doc_freqs[below[0]]} in the collection: it must hold this snapshot"
+            )
+        legs = [segment.bm25 for segment in self.segments]
+        view = copy.copy(self)
+        view._bm25 = scored_views(legs, self.term_maps, stats, doc_freqs)  # type: ignore[arg-type]
+        return view
 
     # -- documents ----------------------------------------------------------------------------
 

@@ -88,6 +88,11 @@ class LiveState:
             self._next_id += len(documents)
             return count
 
+    def holds(self, ids: Sequence[str]) -> list[bool]:
+        """Whether each of ``ids`` will be live after the next commit (so far)."""
+        with self._lock:
+            return [self._pending.is_live(self.snapshot, doc_id) for doc_id in ids]
+
     def delete(self, ids: Iterable[str], *, missing_ok: bool) -> int:
         with self._lock:
             ids = list(ids)

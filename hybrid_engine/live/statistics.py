@@ -32,6 +32,11 @@ class TermMap:
     def __len__(self) -> int:
         return len(self._ids)
 
+    @property
+    def terms(self) -> list[str]:
+        """Every term, by shared id."""
+        return list(self._ids)
+
     def map(self, index: BM25Index) -> np.ndarray:
         """int64 ``(index.num_terms,)``: the shared id of each of ``index``'s terms (new
         terms get new ids)."""
@@ -42,39 +47,52 @@ class TermMap:
         return out
 
 
-def scored_views(
+def live_counts(
     indexes: Sequence[BM25Index],
-    term_maps: Sequence[np.ndarray],
     live: Sequence[np.ndarray | None],
+    term_maps: Sequence[np.ndarray],
     n_terms: int,
-) -> list[BM25Index]:
-    """Each of ``indexes`` scoring with the live collection's statistics.
+) -> tuple[CollectionStats, np.ndarray]:
+    """The live collection's statistics over ``indexes`` and each shared term's live
+    document count (int64 ``(n_terms,)``, by ``TermMap`` id).
 
     Parameters
     ----------
     indexes : sequence of BM25Index
         The segments' BM25 legs.
-    term_maps : sequence of numpy.ndarray
-        ``TermMap.map`` of each.
     live : sequence of numpy.ndarray or None
         Each segment's bool mask of live documents, None when all are live.
+    term_maps : sequence of numpy.ndarray
+        ``TermMap.map`` of each.
     n_terms : int
         ``len(TermMap)``.
     """
-    live_counts = []
     stats = CollectionStats(n_docs=0, total_length=0)
-    for index, mask in zip(indexes, live, strict=True):
+    doc_freqs = np.zeros(n_terms, dtype=np.int64)
+    for index, mask, term_map in zip(indexes, live, term_maps, strict=True):
         if mask is None:
-            live_counts.append(index.doc_freqs)
+            counts = index.doc_freqs
             stats = stats + index.statistics
         else:
-            live_counts.append(index.live_doc_freqs(mask))
+            counts = index.live_doc_freqs(mask)
             stats = stats + index.live_statistics(mask)
-    doc_freqs = np.zeros(n_terms, dtype=np.int64)
-    for counts, term_map in zip(live_counts, term_maps, strict=True):
         np.add.at(doc_freqs, term_map, counts)
+    return stats, doc_freqs
+
+
+def scored_views(
+    indexes: Sequence[BM25Index],
+    term_maps: Sequence[np.ndarray],
+    stats: CollectionStats,
+    doc_freqs: np.ndarray,
+) -> list[BM25Index]:
+    """Each of ``indexes`` scoring with a collection's statistics: ``stats`` and the
+    document count of each shared term (``doc_freqs``, int64 by ``TermMap`` id; the live
+    collection's from ``live_counts``, or a larger collection's that holds it, such as every
+    shard of a sharded index). The indexes themselves when ``stats`` has no documents
+    (nothing will be scored)."""
     if stats.n_docs == 0:
-        return list(indexes)  # nothing is live: nothing will be scored
+        return list(indexes)
     return [
         index.with_statistics(stats, doc_freqs[term_map])
         for index, term_map in zip(indexes, term_maps, strict=True)

@@ -150,6 +150,12 @@ class EngineAttributes:
         return len(self._snapshot.segments)
 
     @property
+    def generation(self) -> int:
+        """The number of the last commit (``commit-N.json`` of the index directory; counted
+        in memory for an engine never saved, 0 before its first commit)."""
+        return self._state.generation
+
+    @property
     def path(self) -> Path | None:
         """The index directory this engine commits to (None: in memory only)."""
         return self._state.path

@@ -96,6 +96,23 @@ class Lifecycle:
         self._check_writable()
         return self._state.delete(ids, missing_ok=missing_ok)
 
+    def holds(self, ids: Iterable[str]) -> list[bool]:
+        """Whether each of ``ids`` will be live after the next commit, as things are staged
+        now: committed and not staged for deletion, or staged by ``add``/``upsert``.
+
+        Raises
+        ------
+        TypeError
+            ``ids`` is a single ``str``, or holds something other than ``str``.
+        """
+        if isinstance(ids, str):
+            raise TypeError(f"ids must be an iterable of str, got the str {ids!r}; use [{ids!r}]")
+        ids = list(ids)
+        bad = [doc_id for doc_id in ids if not isinstance(doc_id, str)]
+        if bad:
+            raise TypeError(f"ids must be str, got {type(bad[0]).__name__} ({bad[0]!r})")
+        return self._state.holds(ids)
+
     def commit(
         self,
         *,

@@ -1,0 +1,55 @@
+"""Documents on their way to the shards: checked whole before any shard stages one, each with
+its place in the collection's order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from hybrid_engine.distributed.partition import SEQ_FIELD
+from hybrid_engine.errors import DuplicateIdError
+from hybrid_engine.live.documents import LiveDocuments
+
+
+def routed(documents: list[Any], seq: Iterator[int]) -> list[dict[str, Any]]:
+    """``documents`` as the shards stage them: each a dict with a ``str`` ``"_id"`` (which
+    routes it), its metadata holding ``SEQ_FIELD`` = the next of ``seq``.
+
+    Raises
+    ------
+    TypeError
+        A document that is not a dict, or whose ``"_id"`` is not a ``str``.
+    ValueError
+        A document without ``"_id"``, or using ``SEQ_FIELD``; what ``HybridIndex.add`` raises
+        for a bad document or metadata value (checked here, so no shard stages a part).
+    DuplicateIdError
+        An id given twice.
+    """
+    out, seen = [], set()
+    for position, doc in enumerate(documents):
+        if not isinstance(doc, dict):
+            raise TypeError(
+                f"document {position} is {type(doc).__name__}: a sharded index takes dicts with "
+                'an "_id" (it routes the document to its shard)'
+            )
+        doc_id = doc.get("_id")
+        if doc_id is None:
+            raise ValueError(f'document {position} has no "_id": a sharded index routes by id')
+        if not isinstance(doc_id, str):
+            raise TypeError(f'document {position}\'s "_id" is {type(doc_id).__name__}, not str')
+        if doc_id in seen:
+            raise DuplicateIdError(f"document id {doc_id!r} is given twice; nothing was staged")
+        seen.add(doc_id)
+        metadata = doc.get("metadata") or {}
+        if SEQ_FIELD in doc or (isinstance(metadata, dict) and SEQ_FIELD in metadata):
+            raise ValueError(
+                f"document {doc_id!r} uses the field {SEQ_FIELD!r}, which a sharded index keeps "
+                "for itself: rename it"
+            )
+        if not isinstance(metadata, dict):
+            raise TypeError(
+                f"document {doc_id!r}'s metadata is {type(metadata).__name__}, not dict"
+            )
+        out.append({**doc, "metadata": {**metadata, SEQ_FIELD: next(seq)}})
+    LiveDocuments.from_documents(out)  # every document and metadata value, checked
+    return out

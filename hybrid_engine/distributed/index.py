@@ -1,0 +1,378 @@
+"""``ShardedIndex``: a hybrid index partitioned by document id over live shards held by Ray
+actors, searched as one index.
+
+Every search fans out once: each shard returns its top ``width`` of every leg, BM25 scored
+with the whole collection's statistics; the coordinator merges each leg's lists by score (ties
+by the collection's order), fuses the merged lists, and reranks and diversifies the fused
+candidates once. So its results are those of one ``HybridIndex`` over the same documents
+(exactly where the dense legs search exactly), whatever the shard count.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hybrid_engine.checks import check_int, check_queries, nonblank_rows
+from hybrid_engine.corpus import Document
+from hybrid_engine.distributed.cluster import ShardCalls, ray_module, start_shard
+from hybrid_engine.distributed.documents import routed
+from hybrid_engine.distributed.manifest import ShardedLayout, shard_dir
+from hybrid_engine.distributed.partition import group_by_shard
+from hybrid_engine.distributed.result import ShardedResult
+from hybrid_engine.distributed.search import SearchedShards, ShardedSearch
+from hybrid_engine.distributed.writes import Prepared, ShardWrites
+from hybrid_engine.live.snapshot import Hit
+from hybrid_engine.metadata import Filter
+from hybrid_engine.models.bi_encoder import Encoder
+from hybrid_engine.models.cross_encoder import CrossEncoder
+from hybrid_engine.models.splade import SpladeEncoder
+from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
+from hybrid_engine.pipeline.plan import SearchPlan
+from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
+from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
+from hybrid_engine.results import PAD_ID
+
+
+class ShardedIndex:
+    """A hybrid index over ``n_shards`` live shards, each a ``HybridIndex`` in its own
+    directory held by a Ray actor. Build with ``build``, reopen with ``open``.
+
+    Thread-safe: searches may run from many threads while one thread writes; each search runs
+    on one coordinated commit of every shard.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        layout: ShardedLayout,
+        actors: list[Any],
+        *,
+        reranker: CrossEncoder | None,
+        timeout_s: float | None,
+    ) -> None:
+        """Private: use ``build`` or ``open``."""
+        self._root = root
+        self._layout = layout
+        self._actors = actors
+        self._calls = ShardCalls(actors, timeout_s)
+        described = self._calls.all("describe")
+        self._retrievers: tuple[str, ...] = tuple(described[0]["retrievers"])
+        self._reranker = reranker
+        self._verdict: RerankerVerdict | None = None
+        if reranker is not None:
+            self._verdict = reranker_verdict(reranker.name, reranker.training)
+        self._shards = SearchedShards(
+            self._calls,
+            layout.n_shards,
+            self._prepared,
+            self._retrievers,
+            _query_model(Encoder, described[0]["dense"]),
+            _query_model(SpladeEncoder, described[0]["splade"]),
+            reranker,
+        )
+        self._writes = ShardWrites(self._calls, described)
+
+    def _prepared(self, generation: int) -> Prepared | None:
+        return self._writes.prepared(generation)
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        corpus: Iterable[Document] | Any,
+        path: str | Path,
+        *,
+        n_shards: int = 2,
+        build_options: Mapping[str, Any] | None = None,
+        load_options: Mapping[str, Any] | None = None,
+        actor_options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        batch_size: int = 2_000,
+        reranker: CrossEncoder | None = None,
+        timeout_s: float | None = None,
+    ) -> ShardedIndex:
+        """Partition ``corpus`` by a hash of each id into ``n_shards`` shards and build them in
+        parallel, each on its actor (which encodes its documents).
+
+        Parameters
+        ----------
+        corpus : iterable of dict, or ray.data.Dataset
+            Documents as ``HybridIndex.build`` reads them, each with a ``str`` ``"_id"``
+            (it routes the document); a Ray Dataset is read row by row.
+        path : path-like
+            A directory that does not exist yet: ``sharded.json`` and ``shard-NNN/`` go there.
+        n_shards : int
+            Shards, >= 1; each must receive at least one document.
+        build_options : dict, optional
+            ``HybridIndex.build`` keywords for every shard (JSON values: ``retrievers``,
+            ``bm25_options``, ``dense_options``, ``splade``...); models load in the actors.
+        load_options : dict, optional
+            ``HybridIndex.load`` keywords an actor reopens its shard with after a restart.
+        actor_options : dict or sequence of dict, optional
+            ``ray.remote(...).options`` of every actor, or one per shard (placement:
+            ``num_cpus``, ``resources``, ``scheduling_strategy``); ``cluster.start_shard``
+            gives the defaults.
+        batch_size : int
+            Documents per call to a shard while building.
+        reranker : CrossEncoder, optional
+            Runs on the coordinator over the merged candidates (``search(rerank=...)``).
+        timeout_s : float, optional
+            Seconds to wait for a shard's answer before counting it missing; None: no limit.
+
+        Raises
+        ------
+        ValueError
+            ``path`` exists, a shard would get no document, a document without a ``str``
+            ``"_id"``, or what ``HybridIndex.build`` raises for the documents or options.
+        """
+        root = Path(path)
+        if root.exists():
+            raise ValueError(f"{root} exists; build a sharded index into a new directory")
+        n_shards = check_int("n_shards", n_shards, 1)
+        batch_size = check_int("batch_size", batch_size, 1)
+        options = dict(build_options or {})
+        layout = ShardedLayout(n_shards, options)
+        layout.write(root)
+        actors = _start(root, n_shards, load_options, options, actor_options)
+        calls = ShardCalls(actors, timeout_s)
+        rows = corpus.iter_rows() if hasattr(corpus, "iter_rows") else corpus
+        started = [False] * n_shards
+        seq = itertools.count()
+        for batch in _batched(rows, batch_size):
+            documents = routed(list(batch), seq)
+            groups = group_by_shard([d["_id"] for d in documents], n_shards)
+            calls.each(
+                "stage",
+                [
+                    ([documents[i] for i in group], started[s]) if group else None
+                    for s, group in enumerate(groups)
+                ],
+            )
+            started = [was or bool(group) for was, group in zip(started, groups, strict=True)]
+        empty = [s for s, was in enumerate(started) if not was]
+        if empty:
+            raise ValueError(
+                f"shards {empty} of {n_shards} got no document: build with fewer shards "
+                "(remove the directory first)"
+            )
+        calls.all("commit")
+        return cls(root, layout, actors, reranker=reranker, timeout_s=timeout_s)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        load_options: Mapping[str, Any] | None = None,
+        actor_options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        reranker: CrossEncoder | None = None,
+        timeout_s: float | None = None,
+    ) -> ShardedIndex:
+        """Open a sharded index that ``build`` wrote, each shard at its last commit, on new
+        actors.
+
+        Raises
+        ------
+        IndexFormatError
+            ``path`` is not a sharded index of this version.
+        """
+        root = Path(path)
+        layout = ShardedLayout.read(root)
+        actors = _start(root, layout.n_shards, load_options, layout.build_options, actor_options)
+        return cls(root, layout, actors, reranker=reranker, timeout_s=timeout_s)
+
+    # -- properties ---------------------------------------------------------------------------
+
+    @property
+    def n_shards(self) -> int:
+        return self._layout.n_shards
+
+    @property
+    def retrievers(self) -> tuple[str, ...]:
+        return self._retrievers
+
+    @property
+    def generation(self) -> int:
+        """The coordinated commit searches see now."""
+        return self._writes.generation
+
+    @property
+    def actors(self) -> list[Any]:
+        """The shards' Ray actor handles, by shard."""
+        return list(self._actors)
+
+    def __len__(self) -> int:
+        """Live documents of the current coordinated commit."""
+        return sum(self._calls.all("size", self._writes.generation))
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def add(self, documents: Iterable[Document]) -> int:
+        """Stage new documents on their shards (``HybridIndex.add``); ``commit`` makes them
+        searchable. Each needs a ``str`` ``"_id"``. An id in the index or staged is a
+        ``DuplicateIdError`` naming it, and nothing is staged."""
+        return self._writes.stage(documents, replace=False)
+
+    def upsert(self, documents: Iterable[Document]) -> int:
+        """Stage documents, replacing those whose ids are in the index (``HybridIndex.upsert``);
+        a replaced document moves to the end of the collection's order."""
+        return self._writes.stage(documents, replace=True)
+
+    def delete(self, ids: Iterable[str], *, missing_ok: bool = False) -> int:
+        """Stage deletions by id (``HybridIndex.delete``): an unknown id is an
+        ``UnknownIdError`` unless ``missing_ok``, and nothing is staged then."""
+        return self._writes.delete(ids, missing_ok=missing_ok)
+
+    def commit(self) -> None:
+        """Commit every shard, then make the new commits visible to searches together.
+
+        Raises
+        ------
+        ShardUnavailableError
+            A shard did not answer, or restarted since changes were staged (they were lost
+            with it, so every shard's staged changes are dropped: stage them again). Shards
+            that committed before a failure stay committed; searches keep the last
+            coordinated commit until a ``commit`` succeeds.
+        """
+        self._writes.commit("commit")
+
+    def merge(self) -> None:
+        """Commit, then compact every shard into one segment (``HybridIndex.merge``)."""
+        self._writes.commit("merge")
+
+    def close(self) -> None:
+        """Give up every shard's write lock and stop the actors; staged changes are dropped."""
+        ray = ray_module()
+        try:
+            self._calls.gather("close", [()] * self.n_shards)
+        finally:
+            for actor in self._actors:
+                ray.kill(actor, no_restart=True)
+
+    def __enter__(self) -> ShardedIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- searching ----------------------------------------------------------------------------
+
+    def search(
+        self,
+        queries: str | Sequence[str] | np.ndarray,
+        k: int = 10,
+        *,
+        fusion: str = DEFAULT_METHOD,
+        weights: Mapping[str, float] | None = None,
+        depth: int = DEFAULT_DEPTH,
+        rerank: int | None = None,
+        blend: float | None = None,
+        mmr: float | None = None,
+        mmr_candidates: int = 30,
+        filter: Mapping[str, Any] | Filter | None = None,
+        num_threads: int | None = None,
+        strict: bool = False,
+    ) -> ShardedResult:
+        """Search every shard and return what one ``HybridIndex`` over all of them would
+        (``HybridIndex.search`` documents the parameters; ``filter`` runs inside every leg of
+        every shard).
+
+        Parameters
+        ----------
+        strict : bool
+            Raise ``ShardUnavailableError`` when a shard does not answer, instead of
+            answering from the others (``ShardedResult.missing_shards`` names it).
+
+        Raises
+        ------
+        ValueError, TypeError
+            Bad queries or parameters, as ``HybridIndex.search`` raises them.
+        ShardUnavailableError
+            ``strict`` and a shard did not answer, or no shard answered.
+        """
+        start = time.perf_counter()
+        texts = check_queries(queries)
+        plan = SearchPlan.checked(
+            k,
+            fusion=fusion,
+            weights=weights,
+            depth=depth,
+            rerank=rerank,
+            blend=blend,
+            mmr=mmr,
+            mmr_candidates=mmr_candidates,
+            filter=filter,
+            retrievers=self._retrievers,
+            verdict=self._verdict,
+            strict=strict,
+        )
+        generation = self._writes.generation
+        rows = nonblank_rows(texts)
+        asked = [texts[row] for row in rows]
+        timings: dict[str, float] = {}
+        search = ShardedSearch(self._shards, generation, plan, timings)
+        found = search.legs(asked, num_threads) if asked else {}
+        ids, scores = np.full((len(texts), plan.k), PAD_ID), np.full((len(texts), plan.k), -np.inf)
+        hit_lists: list[list[Hit]] = [[] for _ in texts]
+        if found:
+            result = search.ranked(found, asked)
+            ids[rows], scores[rows] = result.ids, result.scores
+            for row, hits in zip(rows, search.hits(result), strict=True):
+                hit_lists[int(row)] = hits
+        timings["total"] = (time.perf_counter() - start) * 1000
+        return ShardedResult(
+            scores.astype(np.float32),
+            hit_lists,
+            timings,
+            sorted(search.missing),
+            generation,
+        )
+
+
+def _batched(rows: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    iterator = iter(rows)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
+
+
+def _start(
+    root: Path,
+    n_shards: int,
+    load_options: Mapping[str, Any] | None,
+    build_options: Mapping[str, Any],
+    actor_options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
+) -> list[Any]:
+    if actor_options is None or isinstance(actor_options, Mapping):
+        per_shard: Sequence[Mapping[str, Any]] = [actor_options or {}] * n_shards
+    else:
+        per_shard = list(actor_options)
+        if len(per_shard) != n_shards:
+            raise ValueError(
+                f"actor_options has {len(per_shard)} entries for {n_shards} shards: give one "
+                "dict for all, or one per shard"
+            )
+    return [
+        start_shard(str(shard_dir(root, s)), load_options or {}, build_options, per_shard[s])
+        for s in range(n_shards)
+    ]
+
+
+def _query_model(kind: type[Any], record: tuple[str, str, str] | None) -> Any:
+    """The query encoder the shards' leg was built with (``describe``'s record: folder,
+    variant, model hash), loaded on the coordinator; None without the leg."""
+    if record is None:
+        return None
+    path, variant, model_hash = record
+    model = kind.load(path, variant=variant)
+    if model.model_hash != model_hash:
+        raise ValueError(
+            f"the model at {path} ({variant}) is not the one the shards were built with "
+            f"(hash {model.model_hash}, the shards' {model_hash}); prepare the same model here"
+        )
+    return model

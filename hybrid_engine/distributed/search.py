@@ -1,0 +1,243 @@
+"""One search over the shards of a ``ShardedIndex``: every leg fanned out once, merged by
+score, fused, then reranked and diversified over the merged candidates, and the hits read
+from their shards.
+
+Documents are named by their place in the collection's order (``partition.SEQ_FIELD``)
+throughout, so ties break as in one index over every shard.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hybrid_engine.distributed.cluster import ShardCalls, ShardUnavailableError, is_unavailable
+from hybrid_engine.distributed.worker import UnpreparedGenerationError
+from hybrid_engine.distributed.writes import Prepared
+from hybrid_engine.live.snapshot import Hit
+from hybrid_engine.live.topk import merge_top_k
+from hybrid_engine.pipeline.fusion import fuse
+from hybrid_engine.pipeline.mmr import mmr as mmr_order
+from hybrid_engine.pipeline.plan import SearchPlan
+from hybrid_engine.pipeline.rerank import rerank
+from hybrid_engine.protocols import PairScorer, SparseEncoder, TextEncoder
+from hybrid_engine.results import PAD_ID, SearchResult
+
+
+@dataclass(frozen=True)
+class SearchedShards:
+    """What a search needs of a sharded index: its shards, what each generation pinned on
+    them, its legs, and the query-side models (run on the coordinator)."""
+
+    calls: ShardCalls
+    n_shards: int
+    prepared: Callable[[int], Prepared | None]
+    retrievers: tuple[str, ...]
+    encoder: TextEncoder | None
+    splade: SparseEncoder | None
+    reranker: PairScorer | None
+
+
+class ShardedSearch:
+    """The stages of one sharded search on one generation."""
+
+    def __init__(
+        self,
+        shards: SearchedShards,
+        generation: int,
+        plan: SearchPlan,
+        timings: dict[str, float],
+    ) -> None:
+        self.shards = shards
+        self.generation = generation
+        self.plan = plan
+        self.timings = timings
+        self.missing: set[int] = set()
+        self.owner: dict[int, int] = {}
+        self.dense_vectors: np.ndarray | None = None
+
+    def _timed(self, stage: str, start: float) -> None:
+        self.timings[stage] = self.timings.get(stage, 0.0) + (time.perf_counter() - start) * 1000
+
+    def fan_out(self, method: str, args: Sequence[tuple[Any, ...] | None]) -> list[Any]:
+        """``method`` on the shards of ``args``; a shard that does not answer is counted
+        missing (raised under ``strict``), one that restarted is prepared again and asked
+        once more."""
+        shards = self.shards
+        answers, failures = shards.calls.gather(method, args, bounded=True)
+        again = [s for s, e in failures.items() if isinstance(e, UnpreparedGenerationError)]
+        if again:
+            for shard in again:
+                if self._reprepare(shard):
+                    del failures[shard]
+            retry = [
+                args[s] if s in again and s not in failures else None for s in range(len(args))
+            ]
+            more, more_failures = shards.calls.gather(method, retry, bounded=True)
+            for shard in again:
+                if shard not in failures:
+                    answers[shard] = more[shard]
+            failures.update(more_failures)
+        for shard, error in failures.items():
+            if not (is_unavailable(error) or isinstance(error, UnpreparedGenerationError)):
+                raise error
+            if self.plan.strict:
+                raise ShardUnavailableError(
+                    f"shard {shard} did not answer {method} ({error}); strict=False answers "
+                    "from the other shards"
+                ) from error
+            self.missing.add(shard)
+        return answers
+
+    def _reprepare(self, shard: int) -> bool:
+        published = self.shards.prepared(self.generation)
+        if published is None:
+            return False
+        commits, stats, per_shard = published
+        _, failures = self.shards.calls.gather(
+            "prepare",
+            [
+                (self.generation, commits[s], stats, per_shard[s]) if s == shard else None
+                for s in range(self.shards.n_shards)
+            ],
+        )
+        return not failures
+
+    def legs(self, asked: list[str], num_threads: int | None) -> dict[str, SearchResult]:
+        """Each leg's top ``plan.width`` over every shard that answered, merged by score."""
+        shards, plan = self.shards, self.plan
+        start = time.perf_counter()
+        splade_vectors = None
+        if shards.encoder is not None:
+            self.dense_vectors = shards.encoder.encode(asked)
+        if shards.splade is not None:
+            splade_vectors = shards.splade.encode(asked)
+        self._timed("encode", start)
+        start = time.perf_counter()
+        call = (
+            self.generation,
+            asked,
+            plan.width,
+            plan.where,
+            self.dense_vectors,
+            splade_vectors,
+            num_threads,
+        )
+        answers = self.fan_out("search", [call] * shards.n_shards)
+        self._timed("shards", start)
+        start = time.perf_counter()
+        found: dict[str, SearchResult] = {}
+        for leg in shards.retrievers:
+            parts = []
+            for shard, answer in enumerate(answers):
+                if answer is None or leg not in answer:
+                    continue
+                ids, scores = answer[leg]
+                parts.append(SearchResult(ids, scores))
+                for seq in ids[ids != PAD_ID].tolist():
+                    self.owner[seq] = shard
+            if parts:
+                found[leg] = merge_top_k(parts, [0] * len(parts), plan.width)
+        if not found:
+            raise ShardUnavailableError("no shard answered the search")
+        self._timed("merge", start)
+        return found
+
+    def ranked(self, found: dict[str, SearchResult], asked: list[str]) -> SearchResult:
+        """Fusion of the merged legs, then reranking and MMR over the fused candidates."""
+        plan = self.plan
+        start = time.perf_counter()
+        weights = None
+        if plan.weights is not None:
+            by_leg = dict(zip(self.shards.retrievers, plan.weights, strict=True))
+            weights = [by_leg[name] for name in found]
+            weights = weights if any(weights) else None
+        result = fuse(
+            list(found.values()),
+            plan.candidates,
+            method=plan.fusion,
+            weights=weights,
+            depth=plan.width,
+        )
+        self._timed("fusion", start)
+        if plan.rerank is not None and self.shards.reranker is not None:
+            start = time.perf_counter()
+            texts = _Fetched(self.fetch("texts", result.ids[:, : plan.rerank]))
+            result = rerank(
+                result, asked, texts, self.shards.reranker, depth=plan.rerank, blend=plan.blend
+            )
+            self._timed("rerank", start)
+        if plan.mmr is not None and self.dense_vectors is not None:
+            start = time.perf_counter()
+            result = self._mmr(result)
+            self._timed("mmr", start)
+        return SearchResult(result.ids[:, : plan.k], result.scores[:, : plan.k])
+
+    def _mmr(self, result: SearchResult) -> SearchResult:
+        plan = self.plan
+        assert plan.mmr is not None and self.dense_vectors is not None
+        head = SearchResult(result.ids[:, : plan.mmr_pool], result.scores[:, : plan.mmr_pool])
+        vectors = self.fetch("vectors", head.ids)
+        used = np.array(sorted(vectors), dtype=np.int64)
+        if len(used) == 0:
+            return SearchResult.empty(len(head), plan.k)
+        known = np.isin(head.ids, used)
+        local = np.where(known, np.searchsorted(used, head.ids), PAD_ID)
+        scores = np.where(known, head.scores, -np.inf).astype(np.float32)
+        matrix = np.stack([vectors[int(seq)] for seq in used])
+        picks = mmr_order(
+            SearchResult(local, scores), self.dense_vectors, matrix, plan.k, lambda_=plan.mmr
+        )
+        ids = np.where(picks.ids == PAD_ID, PAD_ID, used[np.maximum(picks.ids, 0)])
+        return SearchResult(ids, picks.scores)
+
+    def fetch(self, method: str, seqs: np.ndarray) -> dict[int, Any]:
+        """``method`` ("texts", "vectors", "documents") of the documents ``seqs`` (padding
+        ignored), each asked of its shard, by seq; those of a shard that did not answer are
+        left out (it is counted missing)."""
+        wanted = sorted({int(s) for s in seqs.ravel() if s != PAD_ID})
+        by_shard: list[list[int]] = [[] for _ in range(self.shards.n_shards)]
+        for seq in wanted:
+            by_shard[self.owner[seq]].append(seq)
+        args = [(self.generation, group) if group else None for group in by_shard]
+        answers = self.fan_out(method, args)
+        out: dict[int, Any] = {}
+        for group, answer in zip(by_shard, answers, strict=True):
+            if group and answer is not None:
+                out.update(zip(group, answer, strict=True))
+        return out
+
+    def hits(self, result: SearchResult) -> list[list[Hit]]:
+        start = time.perf_counter()
+        documents = self.fetch("documents", result.ids)
+        out = []
+        for ids, scores in zip(result.ids, result.scores, strict=True):
+            row = []
+            for seq, score in zip(ids.tolist(), scores.tolist(), strict=True):
+                doc = documents.get(seq)
+                if doc is not None:
+                    row.append(
+                        Hit(doc["id"], float(score), doc["title"], doc["text"], doc["metadata"])
+                    )
+            out.append(row)
+        self._timed("documents", start)
+        return out
+
+
+class _Fetched(Sequence[str]):
+    """Fetched texts by seq, read by ``rerank`` as a corpus (a text it lacks is a shard that
+    did not answer: scored as an empty passage would be refused, so it reads as one space)."""
+
+    def __init__(self, texts: dict[int, str]) -> None:
+        self._texts = texts
+        self._size = max(texts, default=-1) + 1
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, seq: int) -> str:  # type: ignore[override]
+        return self._texts.get(int(seq), " ")

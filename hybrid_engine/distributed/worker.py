@@ -1,0 +1,302 @@
+"""One shard of a ``ShardedIndex``: a live ``HybridIndex`` in its own directory, searched leg
+by leg with the statistics of the whole collection. A Ray actor holds one (``cluster.py``); the
+class itself knows nothing of Ray, so it is tested in-process too.
+
+Results name documents by their place in the collection's order (``SEQ_FIELD``), which every
+shard stores with each document: the coordinator merges the shards' lists by score and then
+by that place, as one index over all documents breaks ties by position.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.distributed.partition import SEQ_FIELD
+from hybrid_engine.lexical.statistics import CollectionStats
+from hybrid_engine.live.snapshot import Snapshot
+from hybrid_engine.metadata import Filter
+from hybrid_engine.models.bi_encoder import Encoder
+from hybrid_engine.models.splade import SpladeEncoder
+from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.results import PAD_ID, SearchResult, SparseVectors
+
+KEPT_GENERATIONS = 4
+"""Prepared generations a shard keeps, so searches that started before the last coordinated
+commits finish on theirs."""
+
+
+class UnpreparedGenerationError(LookupError):
+    """A search named a generation this shard has not prepared (it restarted since, or the
+    generation is older than the ``KEPT_GENERATIONS`` it keeps)."""
+
+
+@dataclass(frozen=True)
+class BM25Counts:
+    """A shard's live BM25 statistics at one commit, for the coordinator to add up."""
+
+    commit: int
+    n_docs: int
+    total_length: int
+    terms: list[str]
+    doc_freqs: np.ndarray
+
+
+@dataclass(frozen=True)
+class _View:
+    """A pinned commit scoring with the collection's statistics, and each position's place
+    in the collection's order (``seq``; its argsort to find places)."""
+
+    commit: int
+    snapshot: Snapshot
+    seq: np.ndarray
+    by_seq: np.ndarray
+
+
+class ShardWorker:
+    """A shard's engine and its prepared generations.
+
+    Parameters
+    ----------
+    path : str
+        The shard's index directory; loaded when it holds a commit.
+    load_options : dict
+        Keywords of ``HybridIndex.load`` (``mmap``, ``num_threads``...).
+    """
+
+    def __init__(
+        self, path: str, load_options: Mapping[str, Any], build_options: Mapping[str, Any]
+    ) -> None:
+        self._path = Path(path)
+        self._load_options = dict(load_options)
+        self._build_options = dict(build_options)
+        cache = self._build_options.pop("embedding_cache", False)
+        self._cache = EmbeddingCache() if cache else None
+        self._engine: HybridIndex | None = None
+        if self._path.exists():
+            self._engine = HybridIndex.load(self._path, **self._load_options)
+        self._views: dict[int, _View] = {}
+        # Tells the coordinator this is not the process its staged changes went to.
+        self._incarnation = uuid.uuid4().hex
+
+    def incarnation(self) -> str:
+        return self._incarnation
+
+    def describe(self) -> dict[str, Any]:
+        """The shard's retrievers, query encoders (folder, variant, model hash; None without
+        the leg), incarnation and the last place in the collection's order it holds."""
+        engine = self._writable()
+        state = engine._state
+        seq = _sequence(engine.pinned()._snapshot)
+        return {
+            "retrievers": engine.retrievers,
+            "dense": None if state.encoder is None else _model_record(state.encoder),
+            "splade": None if state.splade_encoder is None else _model_record(state.splade_encoder),
+            "incarnation": self._incarnation,
+            "last_seq": int(seq.max()) if len(seq) else -1,
+        }
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def stage(self, documents: list[dict[str, Any]], started: bool) -> tuple[int, str]:
+        """A building shard's next batch: its first builds the shard (encoded here) and saves
+        it as the first commit; later ones are staged (``commit`` ends the build)."""
+        if started:
+            return self.add(documents)
+        if self._path.exists():
+            raise RuntimeError(f"shard {self._path} exists already")
+        engine = HybridIndex.build(
+            documents, embedding_cache=self._cache, **_with_models(self._build_options)
+        )
+        engine.save(self._path)
+        self._engine = engine
+        return len(documents), self._incarnation
+
+    def add(self, documents: list[dict[str, Any]]) -> tuple[int, str]:
+        return self._writable().add(documents), self._incarnation
+
+    def upsert(self, documents: list[dict[str, Any]]) -> tuple[int, str]:
+        return self._writable().upsert(documents), self._incarnation
+
+    def holds(self, ids: list[str]) -> tuple[list[bool], str]:
+        return self._writable().holds(ids), self._incarnation
+
+    def delete(self, ids: list[str], missing_ok: bool) -> tuple[int, str]:
+        return self._writable().delete(ids, missing_ok=missing_ok), self._incarnation
+
+    def commit(self) -> tuple[int, str]:
+        """Commit what is staged (encoding it here); returns the commit."""
+        self._writable().commit(embedding_cache=self._cache)
+        return self.commit_number(), self._incarnation
+
+    def merge(self) -> tuple[int, str]:
+        self._writable().merge()
+        return self.commit_number(), self._incarnation
+
+    def discard(self) -> None:
+        """Drop the staged changes: reopen the last commit."""
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = HybridIndex.load(self._path, **self._load_options)
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+
+    def _writable(self) -> HybridIndex:
+        if self._engine is None:
+            raise RuntimeError(f"shard {self._path} was never built")
+        return self._engine
+
+    # -- coordinating -------------------------------------------------------------------------
+
+    def commit_number(self) -> int:
+        """The commit searches of this shard would see now (0 before any)."""
+        return 0 if self._engine is None else self._engine.generation
+
+    def size(self, generation: int) -> int:
+        """Live documents of ``generation``."""
+        return self._view(generation).snapshot.num_live
+
+    def bm25_counts(self) -> BM25Counts | None:
+        """The live BM25 statistics of the last commit (None without a BM25 leg)."""
+        snapshot = self._writable().pinned()._snapshot
+        if snapshot.bm25_counts is None:
+            return None
+        stats, doc_freqs = snapshot.bm25_counts
+        terms = snapshot.term_map.terms[: len(doc_freqs)]  # the map only grows
+        return BM25Counts(self.commit_number(), stats.n_docs, stats.total_length, terms, doc_freqs)
+
+    def prepare(
+        self,
+        generation: int,
+        commit: int,
+        stats: tuple[int, int] | None,
+        doc_freqs: np.ndarray | None,
+    ) -> None:
+        """Pin commit ``commit`` as ``generation``, its BM25 legs scoring with the
+        collection's ``stats`` (documents, total length) and ``doc_freqs`` (aligned with
+        ``bm25_counts().terms``; both None without a BM25 leg).
+
+        Raises
+        ------
+        UnpreparedGenerationError
+            The shard is at another commit (it restarted from an older one): the coordinator
+            must gather its statistics again.
+        """
+        if self.commit_number() != commit:
+            raise UnpreparedGenerationError(
+                f"shard {self._path} is at commit {self.commit_number()}, not {commit}"
+            )
+        snapshot = self._writable().pinned()._snapshot
+        if stats is not None and doc_freqs is not None:
+            snapshot = snapshot.with_bm25_statistics(CollectionStats(*stats), doc_freqs)
+        seq = _sequence(snapshot)
+        self._views[generation] = _View(commit, snapshot, seq, np.argsort(seq, kind="stable"))
+        for old in sorted(self._views)[:-KEPT_GENERATIONS]:
+            del self._views[old]
+
+    def _view(self, generation: int) -> _View:
+        view = self._views.get(generation)
+        if view is None:
+            raise UnpreparedGenerationError(
+                f"shard {self._path} has not prepared generation {generation}"
+            )
+        return view
+
+    # -- searching ----------------------------------------------------------------------------
+
+    def search(
+        self,
+        generation: int,
+        queries: list[str],
+        width: int,
+        where: Mapping[str, Any] | None,
+        dense_vectors: np.ndarray | None,
+        splade_vectors: SparseVectors | None,
+        num_threads: int | None,
+    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Each leg's top ``width`` (seq ids, scores) of non-blank ``queries`` within
+        ``where``: BM25 over the texts, dense over ``dense_vectors``, SPLADE over
+        ``splade_vectors`` (a leg whose input is None is not searched)."""
+        view = self._view(generation)
+        snapshot = view.snapshot
+        allowed = snapshot.allowed(None if where is None else Filter.compile(where))
+        found: dict[str, SearchResult] = {}
+        if queries and snapshot.bm25_counts is not None:
+            found["bm25"] = snapshot.search_bm25(queries, width, num_threads, allowed)
+        if dense_vectors is not None:
+            found["dense"] = snapshot.search_dense(dense_vectors, width, num_threads, allowed)
+        if splade_vectors is not None:
+            found["splade"] = snapshot.search_splade(splade_vectors, width, num_threads, allowed)
+        return {
+            leg: (np.where(hits.ids == PAD_ID, PAD_ID, view.seq[hits.ids]), hits.scores)
+            for leg, hits in found.items()
+        }
+
+    def documents(self, generation: int, seqs: Sequence[int]) -> list[dict[str, Any]]:
+        """The documents at ``seqs`` (of this shard) as ``{"id", "title", "text",
+        "metadata"}``, metadata without ``SEQ_FIELD``."""
+        view = self._view(generation)
+        out = []
+        for position in self._positions(view, seqs):
+            hit = view.snapshot.hit(int(position), 0.0)
+            metadata = {k: v for k, v in hit.metadata.items() if k != SEQ_FIELD}
+            out.append({"id": hit.id, "title": hit.title, "text": hit.text, "metadata": metadata})
+        return out
+
+    def texts(self, generation: int, seqs: Sequence[int]) -> list[str]:
+        """The indexed texts (as a reranker reads them) at ``seqs``."""
+        view = self._view(generation)
+        return [view.snapshot.text(int(p)) for p in self._positions(view, seqs)]
+
+    def vectors(self, generation: int, seqs: Sequence[int]) -> np.ndarray:
+        """float32 ``(len(seqs), dim)``: the dense vectors at ``seqs``."""
+        view = self._view(generation)
+        return view.snapshot.vectors(self._positions(view, seqs))
+
+    @staticmethod
+    def _positions(view: _View, seqs: Sequence[int]) -> np.ndarray:
+        wanted = np.asarray(seqs, dtype=np.int64)
+        found = np.searchsorted(view.seq, wanted, sorter=view.by_seq)
+        positions = view.by_seq[np.minimum(found, len(view.seq) - 1)]
+        if len(wanted) and not np.array_equal(view.seq[positions], wanted):
+            raise KeyError("a document this shard does not hold was asked for")
+        return positions
+
+
+def _with_models(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``HybridIndex.build`` keywords from a sharded index's JSON build options: ``encoder``
+    and ``splade_encoder`` given as ``{"model": name or folder, "variant": ...}`` are loaded
+    here, in the actor."""
+    out = dict(options)
+    for key, kind in (("encoder", Encoder), ("splade_encoder", SpladeEncoder)):
+        spec = out.get(key)
+        if spec is not None:
+            out[key] = kind.load(spec.get("model"), variant=spec.get("variant"))
+    return out
+
+
+def _model_record(model: Any) -> tuple[str, str, str]:
+    return (str(model.info.path), model.variant, model.model_hash)
+
+
+def _sequence(snapshot: Snapshot) -> np.ndarray:
+    """int64 ``(snapshot.size,)``: each position's place in the collection's order, from
+    ``SEQ_FIELD``."""
+    parts = []
+    for segment in snapshot.segments:
+        column = segment.docs.metadata.column(SEQ_FIELD)
+        if column is None or not np.array_equal(column.offsets, np.arange(len(segment) + 1)):
+            raise ValueError(
+                f"a segment of this shard lacks the {SEQ_FIELD!r} of some documents: it was not "
+                "written by a ShardedIndex; rebuild it with ShardedIndex.build"
+            )
+        parts.append(column.numbers.astype(np.int64))
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)

@@ -1,0 +1,195 @@
+"""The writing side of a sharded index: changes routed to their shards by id, commits of every
+shard made visible together as one generation, and the statistics each generation scores with.
+
+A generation is one commit of every shard, pinned on each with the collection's BM25 counts
+(``statistics.collection_counts``). Searches name the generation they started on, so they never
+mix two commits; a shard that restarted since is prepared for it again from what ``publish``
+kept (``prepared``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from hybrid_engine.corpus import Document
+from hybrid_engine.distributed.cluster import ShardCalls, ShardUnavailableError, is_unavailable
+from hybrid_engine.distributed.documents import routed
+from hybrid_engine.distributed.partition import group_by_shard
+from hybrid_engine.distributed.statistics import collection_counts
+from hybrid_engine.errors import DuplicateIdError, UnknownIdError
+
+KEPT_GENERATIONS = 4
+"""Generations whose statistics the coordinator keeps to prepare a restarted shard again
+(the shards keep as many, ``worker.KEPT_GENERATIONS``)."""
+
+Prepared = tuple[list[int], tuple[int, int] | None, list[np.ndarray | None]]
+"""What a generation pins on each shard: its commit, the collection's (documents, total
+length), and the collection's counts of the shard's terms (None without a BM25 leg)."""
+
+
+class ShardWrites:
+    """Staging, committing and publishing over the shards of ``calls``; one writer at a time
+    (a lock), searches from any thread (``generation`` and ``prepared`` are read atomically).
+
+    Parameters
+    ----------
+    calls : ShardCalls
+        The shard actors.
+    described : list of dict
+        Each shard's ``ShardWorker.describe()``.
+    """
+
+    def __init__(self, calls: ShardCalls, described: Sequence[dict[str, Any]]) -> None:
+        self._calls = calls
+        self._n = len(described)
+        self._lock = threading.Lock()
+        self._incarnations = [answer["incarnation"] for answer in described]
+        self._next_seq = max(answer["last_seq"] for answer in described) + 1
+        self._staged = False
+        self._published: dict[int, Prepared] = {}
+        self.generation = 0
+        self.publish()
+
+    def prepared(self, generation: int) -> Prepared | None:
+        """What ``generation`` pins on each shard (None once forgotten)."""
+        return self._published.get(generation)
+
+    # -- staging ------------------------------------------------------------------------------
+
+    def stage(self, documents: Iterable[Document], *, replace: bool) -> int:
+        """Stage ``documents`` on their shards (``upsert`` with ``replace``, else ``add``:
+        an id in the index or staged is a ``DuplicateIdError`` and nothing is staged)."""
+        with self._lock:
+            docs = routed(list(documents), itertools.count(self._next_seq))
+            groups = group_by_shard([d["_id"] for d in docs], self._n)
+            if not replace:
+                for doc_id in self._held([d["_id"] for d in docs], groups, held=True):
+                    raise DuplicateIdError(
+                        f"document id {doc_id!r} is already in the index (or staged); use "
+                        "upsert to replace it. Nothing was staged"
+                    )
+            args = [([docs[i] for i in g],) if g else None for g in groups]
+            staged = self._write("upsert" if replace else "add", args)
+            self._next_seq += len(docs)
+            return sum(n for n in staged if n is not None)
+
+    def delete(self, ids: Iterable[str], *, missing_ok: bool) -> int:
+        """Stage deletions by id; an unknown id is an ``UnknownIdError`` unless
+        ``missing_ok``, and nothing is staged then."""
+        if isinstance(ids, str):
+            raise TypeError(f"ids must be an iterable of str, got the str {ids!r}; use [{ids!r}]")
+        with self._lock:
+            ids = list(ids)
+            groups = group_by_shard(ids, self._n)
+            if not missing_ok:
+                unknown = self._held(ids, groups, held=False)
+                if unknown:
+                    raise UnknownIdError(
+                        f"{len(unknown)} id(s) are not in the index, e.g. {unknown[:5]}; nothing "
+                        "was deleted (pass missing_ok=True to delete the others)"
+                    )
+            args = [([ids[i] for i in g], True) if g else None for g in groups]
+            return sum(n for n in self._write("delete", args) if n is not None)
+
+    def _held(self, ids: list[str], groups: list[list[int]], *, held: bool) -> list[str]:
+        """The ids of ``ids`` (grouped by shard) that their shard does (``held``) or does not
+        hold after its next commit, as staged now."""
+        args = [([ids[i] for i in g],) if g else None for g in groups]
+        answers = self._write("holds", args, staging=False)
+        return [
+            ids[i]
+            for group, answer in zip(groups, answers, strict=True)
+            if answer is not None
+            for i, live in zip(group, answer, strict=True)
+            if live == held
+        ]
+
+    # -- committing ---------------------------------------------------------------------------
+
+    def commit(self, method: str = "commit") -> None:
+        """Commit every shard (``method``: ``"commit"`` or ``"merge"``), then publish the new
+        commits as the next generation."""
+        with self._lock:
+            self._verified([(None, i) for i in self._plain("incarnation")])
+            self._write(method, [()] * self._n, staging=False)
+            self._staged = False
+            self.publish()
+
+    def publish(self) -> None:
+        """Gather every shard's live BM25 counts at its last commit, add them up, and have
+        each shard pin that commit scoring with them as the next generation."""
+        counts = self._plain("bm25_counts")
+        commits = self._plain("commit_number")
+        stats: tuple[int, int] | None = None
+        per_shard: list[np.ndarray | None] = [None] * self._n
+        if all(c is not None for c in counts):
+            stats, shard_counts = collection_counts(counts)
+            per_shard = list(shard_counts)
+        generation = self.generation + 1
+        self._published[generation] = (commits, stats, per_shard)
+        self._calls.each(
+            "prepare", [(generation, commits[s], stats, per_shard[s]) for s in range(self._n)]
+        )
+        self.generation = generation
+        for old in sorted(self._published)[:-KEPT_GENERATIONS]:
+            del self._published[old]
+
+    # -- calls --------------------------------------------------------------------------------
+
+    def _write(
+        self, method: str, args: Sequence[tuple[Any, ...] | None], *, staging: bool = True
+    ) -> list[Any]:
+        """``method`` on the shards of ``args``, each of which must answer with (value, its
+        incarnation); the values. A shard that restarted since changes were staged lost
+        them: every shard's staged changes are dropped and ``ShardUnavailableError`` raised,
+        so a commit holds all of a batch or none of it."""
+        values = self._verified(self._answers(method, args))
+        self._staged = self._staged or staging
+        return values
+
+    def _verified(self, answers: list[tuple[Any, str] | None]) -> list[Any]:
+        """The values of (value, incarnation) answers, after checking each shard is the
+        process its staged changes went to."""
+        values: list[Any] = []
+        for shard, answer in enumerate(answers):
+            if answer is None:
+                values.append(None)
+                continue
+            value, incarnation = answer
+            if incarnation != self._incarnations[shard]:
+                self._restarted(shard)
+            values.append(value)
+        return values
+
+    def _restarted(self, shard: int) -> None:
+        """Shard ``shard`` restarted (reloading its last commit): fine when nothing was
+        staged since the last commit, else raise."""
+        lost = self._staged
+        self._incarnations = self._plain("incarnation")
+        if lost:
+            self._calls.gather("discard", [()] * self._n)
+            self._staged = False
+            raise ShardUnavailableError(
+                f"shard {shard} restarted since the last commit, losing its staged changes; "
+                "every shard's staged changes were dropped: stage them again, then commit"
+            )
+
+    def _plain(self, method: str) -> list[Any]:
+        return self._answers(method, [()] * self._n)
+
+    def _answers(self, method: str, args: Sequence[tuple[Any, ...] | None]) -> list[Any]:
+        answers, failures = self._calls.gather(method, args)
+        for shard in sorted(failures):
+            error = failures[shard]
+            if is_unavailable(error):
+                raise ShardUnavailableError(
+                    f"shard {shard} did not answer {method} ({error}); a write needs every "
+                    "shard: retry once Ray has restarted it (it reloads its last commit)"
+                ) from error
+            raise error
+        return answers
