@@ -197,6 +197,18 @@ def test_results_equal_one_index(
         index.close()
 
 
+def test_built_from_a_ray_dataset(
+    cluster: None, data: dict[str, Any], single: HybridIndex, tmp_path: Path
+) -> None:
+    queries = data["queries"]
+    rows = ray.data.from_items(data["corpus"])
+    index = ShardedIndex.build(rows, tmp_path / "from-rows", n_shards=2, build_options=CACHED)
+    try:
+        _assert_same_hits(index.search(queries, 10), single.search(queries, 10))
+    finally:
+        index.close()
+
+
 def test_reranking_runs_once_on_the_merged_candidates(
     cluster: None, data: dict[str, Any], single: HybridIndex, tmp_path: Path
 ) -> None:
