@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from hybrid_engine.checks import check_int
+from hybrid_engine.distributed.manifest import shard_dir
 from hybrid_engine.distributed.worker import ShardWorker
 from hybrid_engine.errors import HybridEngineError
 
@@ -36,13 +39,16 @@ def start_shard(
     load_options: Mapping[str, Any],
     build_options: Mapping[str, Any],
     actor_options: Mapping[str, Any],
+    *,
+    replica: bool = False,
 ) -> Any:
     """A Ray actor holding the ``ShardWorker`` of the shard directory ``path``.
 
     ``actor_options`` go to ``ray.remote(...).options`` (``num_cpus``, ``resources``,
     ``scheduling_strategy`` to place it); by default an actor reserves no CPU, so any number
     of shards fit a small machine, and Ray restarts it whenever it dies (``MAX_RESTARTS``),
-    running its constructor again: it loads the shard's last commit.
+    running its constructor again: it loads the shard's last commit. A ``replica`` serves
+    searches only (``ShardWorker``).
     """
     ray = ray_module()
     options = {"num_cpus": 0, "max_restarts": MAX_RESTARTS, "max_task_retries": 0}
@@ -50,8 +56,50 @@ def start_shard(
     return (
         ray.remote(ShardWorker)
         .options(**options)
-        .remote(path, dict(load_options), dict(build_options))
+        .remote(path, dict(load_options), dict(build_options), replica)
     )
+
+
+def start_shards(
+    root: Path,
+    n_shards: int,
+    replicas: int,
+    load_options: Mapping[str, Any] | None,
+    build_options: Mapping[str, Any],
+    actor_options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
+) -> list[list[Any]]:
+    """Each shard's actors: its writer, then ``replicas - 1`` read replicas."""
+    replicas = check_int("replicas", replicas, 1)
+    if actor_options is None or isinstance(actor_options, Mapping):
+        per_shard: Sequence[Mapping[str, Any]] = [actor_options or {}] * n_shards
+    else:
+        per_shard = list(actor_options)
+        if len(per_shard) != n_shards:
+            raise ValueError(
+                f"actor_options has {len(per_shard)} entries for {n_shards} shards: give one "
+                "dict for all, or one per shard"
+            )
+    return [
+        [
+            start_shard(
+                str(shard_dir(root, s)),
+                load_options or {},
+                build_options,
+                per_shard[s],
+                replica=rank > 0,
+            )
+            for rank in range(replicas)
+        ]
+        for s in range(n_shards)
+    ]
+
+
+def stop_shards(replicas: list[list[Any]]) -> None:
+    """Kill every actor, for good."""
+    ray = ray_module()
+    for actors in replicas:
+        for actor in actors:
+            ray.kill(actor, no_restart=True)
 
 
 class ShardCalls:

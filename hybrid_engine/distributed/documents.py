@@ -3,12 +3,17 @@ its place in the collection's order."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import itertools
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from hybrid_engine.distributed.partition import SEQ_FIELD
+from hybrid_engine.corpus import Document
+from hybrid_engine.distributed.partition import SEQ_FIELD, group_by_shard
 from hybrid_engine.errors import DuplicateIdError
 from hybrid_engine.live.documents import LiveDocuments
+
+if TYPE_CHECKING:
+    from hybrid_engine.distributed.cluster import ShardCalls
 
 
 def routed(documents: list[Any], seq: Iterator[int]) -> list[dict[str, Any]]:
@@ -53,3 +58,35 @@ def routed(documents: list[Any], seq: Iterator[int]) -> list[dict[str, Any]]:
         out.append({**doc, "metadata": {**metadata, SEQ_FIELD: next(seq)}})
     LiveDocuments.from_documents(out)  # every document and metadata value, checked
     return out
+
+
+def fill_shards(
+    calls: ShardCalls, corpus: Iterable[Document] | Any, n_shards: int, size: int
+) -> None:
+    """Route ``corpus`` to the shards of ``calls`` in batches of ``size``: each shard's first
+    batch builds it, the others are staged, and a last commit ends the build."""
+    rows = corpus.iter_rows() if hasattr(corpus, "iter_rows") else corpus
+    started = [False] * n_shards
+    seq = itertools.count()
+    for batch in batched(rows, size):
+        documents = routed(batch, seq)
+        groups = group_by_shard([d["_id"] for d in documents], n_shards)
+        calls.each(
+            "stage",
+            [
+                ([documents[i] for i in group], started[s]) if group else None
+                for s, group in enumerate(groups)
+            ],
+        )
+        started = [was or bool(group) for was, group in zip(started, groups, strict=True)]
+    empty = [s for s, was in enumerate(started) if not was]
+    if empty:
+        raise ValueError(f"shards {empty} of {n_shards} got no document: build fewer shards")
+    calls.all("commit")
+
+
+def batched(rows: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``rows`` in lists of at most ``size``."""
+    iterator = iter(rows)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch

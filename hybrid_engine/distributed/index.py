@@ -10,9 +10,9 @@ candidates once. So its results are those of one ``HybridIndex`` over the same d
 
 from __future__ import annotations
 
-import itertools
+import shutil
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +20,9 @@ import numpy as np
 
 from hybrid_engine.checks import check_int, check_queries, nonblank_rows
 from hybrid_engine.corpus import Document
-from hybrid_engine.distributed.cluster import ShardCalls, ray_module, start_shard
-from hybrid_engine.distributed.documents import routed
-from hybrid_engine.distributed.manifest import ShardedLayout, shard_dir
-from hybrid_engine.distributed.partition import group_by_shard
+from hybrid_engine.distributed.cluster import ShardCalls, start_shards, stop_shards
+from hybrid_engine.distributed.documents import fill_shards
+from hybrid_engine.distributed.manifest import ShardedLayout
 from hybrid_engine.distributed.result import ShardedResult
 from hybrid_engine.distributed.search import SearchedShards, ShardedSearch
 from hybrid_engine.distributed.writes import Prepared, ShardWrites
@@ -51,7 +50,7 @@ class ShardedIndex:
         self,
         root: Path,
         layout: ShardedLayout,
-        actors: list[Any],
+        replicas: list[list[Any]],
         *,
         reranker: CrossEncoder | None,
         timeout_s: float | None,
@@ -59,8 +58,8 @@ class ShardedIndex:
         """Private: use ``build`` or ``open``."""
         self._root = root
         self._layout = layout
-        self._actors = actors
-        self._calls = ShardCalls(actors, timeout_s)
+        self._replicas = replicas
+        self._calls = ShardCalls([actors[0] for actors in replicas], None)
         described = self._calls.all("describe")
         self._retrievers: tuple[str, ...] = tuple(described[0]["retrievers"])
         self._reranker = reranker
@@ -68,15 +67,19 @@ class ShardedIndex:
         if reranker is not None:
             self._verdict = reranker_verdict(reranker.name, reranker.training)
         self._shards = SearchedShards(
-            self._calls,
-            layout.n_shards,
+            replicas,
+            timeout_s,
             self._prepared,
             self._retrievers,
             _query_model(Encoder, described[0]["dense"]),
             _query_model(SpladeEncoder, described[0]["splade"]),
             reranker,
         )
-        self._writes = ShardWrites(self._calls, described)
+        readers = [
+            ShardCalls([actors[rank] for actors in replicas], None)
+            for rank in range(1, len(replicas[0]))
+        ]
+        self._writes = ShardWrites(self._calls, described, readers)
 
     def _prepared(self, generation: int) -> Prepared | None:
         return self._writes.prepared(generation)
@@ -94,6 +97,7 @@ class ShardedIndex:
         load_options: Mapping[str, Any] | None = None,
         actor_options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         batch_size: int = 2_000,
+        replicas: int = 1,
         reranker: CrossEncoder | None = None,
         timeout_s: float | None = None,
     ) -> ShardedIndex:
@@ -120,6 +124,11 @@ class ShardedIndex:
             gives the defaults.
         batch_size : int
             Documents per call to a shard while building.
+        replicas : int
+            Actors per shard, >= 1: the first writes, the others are read replicas of its
+            directory (so every actor must see the directory: one machine, or a shared
+            file system). Searches take turns over them, and a replica that does not answer
+            hands its shard to the next.
         reranker : CrossEncoder, optional
             Runs on the coordinator over the merged candidates (``search(rerank=...)``).
         timeout_s : float, optional
@@ -139,30 +148,14 @@ class ShardedIndex:
         options = dict(build_options or {})
         layout = ShardedLayout(n_shards, options)
         layout.write(root)
-        actors = _start(root, n_shards, load_options, options, actor_options)
-        calls = ShardCalls(actors, timeout_s)
-        rows = corpus.iter_rows() if hasattr(corpus, "iter_rows") else corpus
-        started = [False] * n_shards
-        seq = itertools.count()
-        for batch in _batched(rows, batch_size):
-            documents = routed(list(batch), seq)
-            groups = group_by_shard([d["_id"] for d in documents], n_shards)
-            calls.each(
-                "stage",
-                [
-                    ([documents[i] for i in group], started[s]) if group else None
-                    for s, group in enumerate(groups)
-                ],
-            )
-            started = [was or bool(group) for was, group in zip(started, groups, strict=True)]
-        empty = [s for s, was in enumerate(started) if not was]
-        if empty:
-            raise ValueError(
-                f"shards {empty} of {n_shards} got no document: build with fewer shards "
-                "(remove the directory first)"
-            )
-        calls.all("commit")
-        return cls(root, layout, actors, reranker=reranker, timeout_s=timeout_s)
+        actors = start_shards(root, n_shards, replicas, load_options, options, actor_options)
+        try:
+            fill_shards(ShardCalls([a[0] for a in actors], None), corpus, n_shards, batch_size)
+            return cls(root, layout, actors, reranker=reranker, timeout_s=timeout_s)
+        except BaseException:
+            stop_shards(actors)
+            shutil.rmtree(root, ignore_errors=True)
+            raise
 
     @classmethod
     def open(
@@ -171,11 +164,12 @@ class ShardedIndex:
         *,
         load_options: Mapping[str, Any] | None = None,
         actor_options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        replicas: int = 1,
         reranker: CrossEncoder | None = None,
         timeout_s: float | None = None,
     ) -> ShardedIndex:
         """Open a sharded index that ``build`` wrote, each shard at its last commit, on new
-        actors.
+        actors (the keywords as in ``build``).
 
         Raises
         ------
@@ -184,8 +178,14 @@ class ShardedIndex:
         """
         root = Path(path)
         layout = ShardedLayout.read(root)
-        actors = _start(root, layout.n_shards, load_options, layout.build_options, actor_options)
-        return cls(root, layout, actors, reranker=reranker, timeout_s=timeout_s)
+        actors = start_shards(
+            root, layout.n_shards, replicas, load_options, layout.build_options, actor_options
+        )
+        try:
+            return cls(root, layout, actors, reranker=reranker, timeout_s=timeout_s)
+        except BaseException:
+            stop_shards(actors)
+            raise
 
     # -- properties ---------------------------------------------------------------------------
 
@@ -203,9 +203,9 @@ class ShardedIndex:
         return self._writes.generation
 
     @property
-    def actors(self) -> list[Any]:
-        """The shards' Ray actor handles, by shard."""
-        return list(self._actors)
+    def actors(self) -> list[list[Any]]:
+        """The Ray actor handles of each shard: its writer, then its read replicas."""
+        return [list(actors) for actors in self._replicas]
 
     def __len__(self) -> int:
         """Live documents of the current coordinated commit."""
@@ -248,12 +248,10 @@ class ShardedIndex:
 
     def close(self) -> None:
         """Give up every shard's write lock and stop the actors; staged changes are dropped."""
-        ray = ray_module()
         try:
             self._calls.gather("close", [()] * self.n_shards)
         finally:
-            for actor in self._actors:
-                ray.kill(actor, no_restart=True)
+            stop_shards(self._replicas)
 
     def __enter__(self) -> ShardedIndex:
         return self
@@ -333,34 +331,6 @@ class ShardedIndex:
             sorted(search.missing),
             generation,
         )
-
-
-def _batched(rows: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    iterator = iter(rows)
-    while batch := list(itertools.islice(iterator, size)):
-        yield batch
-
-
-def _start(
-    root: Path,
-    n_shards: int,
-    load_options: Mapping[str, Any] | None,
-    build_options: Mapping[str, Any],
-    actor_options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
-) -> list[Any]:
-    if actor_options is None or isinstance(actor_options, Mapping):
-        per_shard: Sequence[Mapping[str, Any]] = [actor_options or {}] * n_shards
-    else:
-        per_shard = list(actor_options)
-        if len(per_shard) != n_shards:
-            raise ValueError(
-                f"actor_options has {len(per_shard)} entries for {n_shards} shards: give one "
-                "dict for all, or one per shard"
-            )
-    return [
-        start_shard(str(shard_dir(root, s)), load_options or {}, build_options, per_shard[s])
-        for s in range(n_shards)
-    ]
 
 
 def _query_model(kind: type[Any], record: tuple[str, str, str] | None) -> Any:

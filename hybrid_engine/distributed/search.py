@@ -8,9 +8,10 @@ throughout, so ties break as in one index over every shard.
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,16 +31,22 @@ from hybrid_engine.results import PAD_ID, SearchResult
 
 @dataclass(frozen=True)
 class SearchedShards:
-    """What a search needs of a sharded index: its shards, what each generation pinned on
-    them, its legs, and the query-side models (run on the coordinator)."""
+    """What a search needs of a sharded index: the actors of each shard (``replicas[s]``: its
+    writer first, then its read replicas), how long to wait for one, what each generation
+    pinned on them, its legs, and the query-side models (run on the coordinator)."""
 
-    calls: ShardCalls
-    n_shards: int
+    replicas: list[list[Any]]
+    timeout_s: float | None
     prepared: Callable[[int], Prepared | None]
     retrievers: tuple[str, ...]
     encoder: TextEncoder | None
     splade: SparseEncoder | None
     reranker: PairScorer | None
+    turns: Iterator[int] = field(default_factory=itertools.count)
+
+    @property
+    def n_shards(self) -> int:
+        return len(self.replicas)
 
 
 class ShardedSearch:
@@ -53,6 +60,12 @@ class ShardedSearch:
         timings: dict[str, float],
     ) -> None:
         self.shards = shards
+        # Searches take turns over each shard's replicas; a replica that does not answer
+        # hands its shard to the next.
+        self._first = next(shards.turns)
+        self._tries = [0] * shards.n_shards
+        self._chosen = [actors[self._first % len(actors)] for actors in shards.replicas]
+        self.calls = ShardCalls(self._chosen, shards.timeout_s)
         self.generation = generation
         self.plan = plan
         self.timings = timings
@@ -64,24 +77,31 @@ class ShardedSearch:
         self.timings[stage] = self.timings.get(stage, 0.0) + (time.perf_counter() - start) * 1000
 
     def fan_out(self, method: str, args: Sequence[tuple[Any, ...] | None]) -> list[Any]:
-        """``method`` on the shards of ``args``; a shard that does not answer is counted
-        missing (raised under ``strict``), one that restarted is prepared again and asked
-        once more."""
-        shards = self.shards
-        answers, failures = shards.calls.gather(method, args, bounded=True)
-        again = [s for s, e in failures.items() if isinstance(e, UnpreparedGenerationError)]
-        if again:
-            for shard in again:
-                if self._reprepare(shard):
-                    del failures[shard]
+        """``method`` on the shards of ``args``. A shard whose actor does not answer is asked
+        through its next replica, one that restarted is prepared again and asked once more;
+        a shard left without an answer is counted missing (raised under ``strict``)."""
+        answers, failures = self.calls.gather(method, args, bounded=True)
+        for _ in range(max(len(actors) for actors in self.shards.replicas) + 1):
             retry = [
-                args[s] if s in again and s not in failures else None for s in range(len(args))
+                shard
+                for shard, error in failures.items()
+                if (
+                    isinstance(error, UnpreparedGenerationError)
+                    and (self._reprepare(shard) or self._next_replica(shard))
+                )
+                or (is_unavailable(error) and self._next_replica(shard))
             ]
-            more, more_failures = shards.calls.gather(method, retry, bounded=True)
-            for shard in again:
-                if shard not in failures:
+            if not retry:
+                break
+            more, more_failures = self.calls.gather(
+                method, [args[s] if s in retry else None for s in range(len(args))], bounded=True
+            )
+            for shard in retry:
+                del failures[shard]
+                if shard in more_failures:
+                    failures[shard] = more_failures[shard]
+                else:
                     answers[shard] = more[shard]
-            failures.update(more_failures)
         for shard, error in failures.items():
             if not (is_unavailable(error) or isinstance(error, UnpreparedGenerationError)):
                 raise error
@@ -93,12 +113,23 @@ class ShardedSearch:
             self.missing.add(shard)
         return answers
 
+    def _next_replica(self, shard: int) -> bool:
+        """Ask ``shard`` through its next replica from now on; False when every one was
+        tried."""
+        actors = self.shards.replicas[shard]
+        self._tries[shard] += 1
+        if self._tries[shard] >= len(actors):
+            return False
+        self._chosen[shard] = actors[(self._first + self._tries[shard]) % len(actors)]
+        self.calls = ShardCalls(self._chosen, self.shards.timeout_s)
+        return True
+
     def _reprepare(self, shard: int) -> bool:
         published = self.shards.prepared(self.generation)
         if published is None:
             return False
         commits, stats, per_shard = published
-        _, failures = self.shards.calls.gather(
+        _, failures = self.calls.gather(
             "prepare",
             [
                 (self.generation, commits[s], stats, per_shard[s]) if s == shard else None

@@ -68,12 +68,22 @@ class ShardWorker:
         The shard's index directory; loaded when it holds a commit.
     load_options : dict
         Keywords of ``HybridIndex.load`` (``mmap``, ``num_threads``...).
+    build_options : dict
+        The sharded index's ``build_options`` (``ShardedIndex.build``).
+    replica : bool
+        A read replica: it never writes, and ``prepare`` reloads the directory's last commit
+        when it is behind.
     """
 
     def __init__(
-        self, path: str, load_options: Mapping[str, Any], build_options: Mapping[str, Any]
+        self,
+        path: str,
+        load_options: Mapping[str, Any],
+        build_options: Mapping[str, Any],
+        replica: bool = False,
     ) -> None:
         self._path = Path(path)
+        self._replica = replica
         self._load_options = dict(load_options)
         self._build_options = dict(build_options)
         cache = self._build_options.pop("embedding_cache", False)
@@ -190,6 +200,8 @@ class ShardWorker:
             The shard is at another commit (it restarted from an older one): the coordinator
             must gather its statistics again.
         """
+        if self._replica and self.commit_number() != commit:
+            self._engine = HybridIndex.load(self._path, **self._load_options)  # read-only
         if self.commit_number() != commit:
             raise UnpreparedGenerationError(
                 f"shard {self._path} is at commit {self.commit_number()}, not {commit}"

@@ -39,13 +39,22 @@ class ShardWrites:
     Parameters
     ----------
     calls : ShardCalls
-        The shard actors.
+        The shards' writers.
     described : list of dict
         Each shard's ``ShardWorker.describe()``.
+    readers : list of ShardCalls
+        The shards' read replicas, one ``ShardCalls`` per replica rank (each publish
+        prepares them too; one that fails is prepared again when a search asks it).
     """
 
-    def __init__(self, calls: ShardCalls, described: Sequence[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        calls: ShardCalls,
+        described: Sequence[dict[str, Any]],
+        readers: Sequence[ShardCalls] = (),
+    ) -> None:
         self._calls = calls
+        self._readers = list(readers)
         self._n = len(described)
         self._lock = threading.Lock()
         self._incarnations = [answer["incarnation"] for answer in described]
@@ -132,9 +141,10 @@ class ShardWrites:
             per_shard = list(shard_counts)
         generation = self.generation + 1
         self._published[generation] = (commits, stats, per_shard)
-        self._calls.each(
-            "prepare", [(generation, commits[s], stats, per_shard[s]) for s in range(self._n)]
-        )
+        prepare = [(generation, commits[s], stats, per_shard[s]) for s in range(self._n)]
+        self._calls.each("prepare", prepare)
+        for readers in self._readers:
+            readers.gather("prepare", prepare)
         self.generation = generation
         for old in sorted(self._published)[:-KEPT_GENERATIONS]:
             del self._published[old]
