@@ -345,7 +345,10 @@ def test_a_replica_answers_for_its_killed_writer(
             assert result.complete
             assert result.doc_ids == expected.doc_ids
         new = {**data["extra"][0], "text": "zyxwvut quasar " + data["extra"][0]["text"]}
-        index.add([new])  # waits for the writer's restart
+        with pytest.raises(ShardUnavailableError, match="wait_ready"):
+            index.add([new])  # the writer is restarting
+        index.wait_ready()
+        index.add([new])
         index.commit()
         for _ in range(4):
             assert index.search(["zyxwvut quasar"], 1).doc_ids == [[new["_id"]]]

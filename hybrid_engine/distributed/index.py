@@ -20,7 +20,12 @@ import numpy as np
 
 from hybrid_engine.checks import check_int, check_queries, nonblank_rows
 from hybrid_engine.corpus import Document
-from hybrid_engine.distributed.cluster import ShardCalls, start_shards, stop_shards
+from hybrid_engine.distributed.cluster import (
+    ShardCalls,
+    ShardUnavailableError,
+    start_shards,
+    stop_shards,
+)
 from hybrid_engine.distributed.documents import fill_shards
 from hybrid_engine.distributed.manifest import ShardedLayout
 from hybrid_engine.distributed.result import ShardedResult
@@ -35,7 +40,6 @@ from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.plan import SearchPlan
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
 from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
-from hybrid_engine.results import PAD_ID
 
 
 class ShardedIndex:
@@ -246,6 +250,28 @@ class ShardedIndex:
         """Commit, then compact every shard into one segment (``HybridIndex.merge``)."""
         self._writes.commit("merge")
 
+    def wait_ready(self, timeout_s: float = 120.0) -> None:
+        """Wait until every actor of every shard answers: after Ray restarted one, before a
+        write (which needs every shard's writer).
+
+        Raises
+        ------
+        ShardUnavailableError
+            Some actor still did not answer after ``timeout_s`` seconds.
+        """
+        actors = [actor for replicas in self._replicas for actor in replicas]
+        calls = ShardCalls(actors, 5.0)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            _, failures = calls.gather("incarnation", [()] * len(actors), bounded=True)
+            if not failures:
+                return
+            if time.monotonic() > deadline:
+                raise ShardUnavailableError(
+                    f"{len(failures)} shard actor(s) still do not answer after {timeout_s} s"
+                )
+            time.sleep(0.2)
+
     def close(self) -> None:
         """Give up every shard's write lock and stop the actors; staged changes are dropped."""
         try:
@@ -316,16 +342,15 @@ class ShardedIndex:
         timings: dict[str, float] = {}
         search = ShardedSearch(self._shards, generation, plan, timings)
         found = search.legs(asked, num_threads) if asked else {}
-        ids, scores = np.full((len(texts), plan.k), PAD_ID), np.full((len(texts), plan.k), -np.inf)
+        scores = np.full((len(texts), plan.k), -np.inf, np.float32)
         hit_lists: list[list[Hit]] = [[] for _ in texts]
         if found:
-            result = search.ranked(found, asked)
-            ids[rows], scores[rows] = result.ids, result.scores
-            for row, hits in zip(rows, search.hits(result), strict=True):
-                hit_lists[int(row)] = hits
+            for row, hits in zip(rows, search.hits(search.ranked(found, asked)), strict=True):
+                hit_lists[int(row)] = hits  # without the hits of a shard that did not answer
+                scores[row, : len(hits)] = [hit.score for hit in hits]
         timings["total"] = (time.perf_counter() - start) * 1000
         return ShardedResult(
-            scores.astype(np.float32),
+            scores,
             hit_lists,
             timings,
             sorted(search.missing),

@@ -197,9 +197,15 @@ class ShardedSearch:
         self._timed("fusion", start)
         if plan.rerank is not None and self.shards.reranker is not None:
             start = time.perf_counter()
-            texts = _Fetched(self.fetch("texts", result.ids[:, : plan.rerank]))
+            texts = self.fetch("texts", result.ids[:, : plan.rerank])
+            result = _without_unanswered(result, texts, plan.rerank)
             result = rerank(
-                result, asked, texts, self.shards.reranker, depth=plan.rerank, blend=plan.blend
+                result,
+                asked,
+                _Fetched(texts, int(result.ids.max()) + 1),
+                self.shards.reranker,
+                depth=plan.rerank,
+                blend=plan.blend,
             )
             self._timed("rerank", start)
         if plan.mmr is not None and self.dense_vectors is not None:
@@ -209,19 +215,20 @@ class ShardedSearch:
         return SearchResult(result.ids[:, : plan.k], result.scores[:, : plan.k])
 
     def _mmr(self, result: SearchResult) -> SearchResult:
+        """MMR over the fused head's vectors, fetched from their shards (those of a shard
+        that did not answer leave the head)."""
         plan = self.plan
         assert plan.mmr is not None and self.dense_vectors is not None
+        vectors = self.fetch("vectors", result.ids[:, : plan.mmr_pool])
+        result = _without_unanswered(result, vectors, plan.mmr_pool)
         head = SearchResult(result.ids[:, : plan.mmr_pool], result.scores[:, : plan.mmr_pool])
-        vectors = self.fetch("vectors", head.ids)
         used = np.array(sorted(vectors), dtype=np.int64)
         if len(used) == 0:
             return SearchResult.empty(len(head), plan.k)
-        known = np.isin(head.ids, used)
-        local = np.where(known, np.searchsorted(used, head.ids), PAD_ID)
-        scores = np.where(known, head.scores, -np.inf).astype(np.float32)
+        local = np.where(head.ids == PAD_ID, PAD_ID, np.searchsorted(used, head.ids))
         matrix = np.stack([vectors[int(seq)] for seq in used])
         picks = mmr_order(
-            SearchResult(local, scores), self.dense_vectors, matrix, plan.k, lambda_=plan.mmr
+            SearchResult(local, head.scores), self.dense_vectors, matrix, plan.k, lambda_=plan.mmr
         )
         ids = np.where(picks.ids == PAD_ID, PAD_ID, used[np.maximum(picks.ids, 0)])
         return SearchResult(ids, picks.scores)
@@ -260,15 +267,35 @@ class ShardedSearch:
 
 
 class _Fetched(Sequence[str]):
-    """Fetched texts by seq, read by ``rerank`` as a corpus (a text it lacks is a shard that
-    did not answer: scored as an empty passage would be refused, so it reads as one space)."""
+    """Fetched texts by seq, read by ``rerank`` as a corpus of ``size`` positions (it reads
+    only the fetched ones)."""
 
-    def __init__(self, texts: dict[int, str]) -> None:
+    def __init__(self, texts: dict[int, str], size: int) -> None:
         self._texts = texts
-        self._size = max(texts, default=-1) + 1
+        self._size = size
 
     def __len__(self) -> int:
         return self._size
 
     def __getitem__(self, seq: int) -> str:  # type: ignore[override]
-        return self._texts.get(int(seq), " ")
+        return self._texts[int(seq)]
+
+
+def _without_unanswered(result: SearchResult, fetched: dict[int, Any], head: int) -> SearchResult:
+    """``result`` without the documents of its first ``head`` columns that ``fetched`` lacks
+    (their shard did not answer the fetch), each row compacted in order, padding last."""
+    ids = result.ids
+    asked = np.zeros(ids.shape, bool)
+    asked[:, :head] = ids[:, :head] != PAD_ID
+    if not asked.any():
+        return result
+    got = np.fromiter(fetched, np.int64, len(fetched))
+    lost = asked & ~np.isin(ids, got)
+    if not lost.any():
+        return result
+    order = np.argsort(lost, axis=1, kind="stable")
+    kept_ids = np.where(lost, PAD_ID, ids)
+    kept_scores = np.where(lost, -np.inf, result.scores).astype(np.float32)
+    return SearchResult(
+        np.take_along_axis(kept_ids, order, axis=1), np.take_along_axis(kept_scores, order, axis=1)
+    )

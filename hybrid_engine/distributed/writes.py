@@ -199,7 +199,7 @@ class ShardWrites:
             if is_unavailable(error):
                 raise ShardUnavailableError(
                     f"shard {shard} did not answer {method} ({error}); a write needs every "
-                    "shard: retry once Ray has restarted it (it reloads its last commit)"
+                    "shard: call wait_ready() (Ray restarts it at its last commit), then retry"
                 ) from error
             raise error
         return answers

@@ -231,7 +231,7 @@ class CrossEncoder(OnnxModel):
             relevant. Pairs are tokenized ``PAIRS_PER_CHUNK`` at a time, sorted by token
             count within each chunk and run in groups of at most ``TOKENS_PER_RUN`` tokens;
             the output is in input order and does not depend on the grouping. The C heap's
-            free memory goes back to the system at the end (``heap.release_free_heap``).
+            free memory goes back to the system after each run (``heap.release_free_heap``).
 
         Raises
         ------
@@ -256,7 +256,7 @@ class CrossEncoder(OnnxModel):
         for positions, feed in self._feeds(query_list, passage_list):
             with self._slots:  # runs past the cores would only queue, holding their memory
                 out[positions] = self._session.run(None, feed, self._run_options)[0][:, 0]
-        release_free_heap()  # else this thread's malloc arena keeps the call's peak
+            release_free_heap()  # else this thread's malloc arena keeps the run's peak
         return out
 
     def _feeds(
