@@ -270,7 +270,10 @@ def test_a_killed_shard_never_gives_a_wrong_result(
     shard 1 is missing and holds only shard 0's documents in their full order; Ray restarts
     the actor from its last commit and the answers are whole again."""
     queries = data["queries"][:10]
-    index = _build(data, tmp_path, 2, timeout_s=2.0)
+    # Shorter than a restart (a new worker process that loads the shard and the bi-encoder: a
+    # second or more): calls to a restarting actor wait for it, so with a longer timeout a
+    # kill between two searches is never seen (docs/scaling.md, "A killed shard").
+    index = _build(data, tmp_path, 2, timeout_s=0.5)
     try:
         expected = index.search(queries, 10)
         answers: list[tuple[float, Any]] = []
