@@ -10,6 +10,7 @@ and shards batch their documents differently from one index (docs/scaling.md).
 
 from __future__ import annotations
 
+import resource
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from hybrid_engine import EmbeddingCache, HybridIndex
 from hybrid_engine.distributed import ShardedIndex, ShardUnavailableError
 from hybrid_engine.distributed.partition import SEQ_FIELD, shard_of
 from hybrid_engine.distributed.search import ShardedSearch
+from hybrid_engine.distributed.worker import ShardWorker
 from hybrid_engine.errors import DuplicateIdError, UnknownIdError
 from hybrid_engine.evaluation import load_beir
 from hybrid_engine.pipeline.plan import SearchPlan
@@ -354,3 +356,16 @@ def test_a_replica_answers_for_its_killed_writer(
             assert index.search(["zyxwvut quasar"], 1).doc_ids == [[new["_id"]]]
     finally:
         index.close()
+
+
+def test_rss_mib_is_the_resident_memory_of_its_process(tmp_path: Path) -> None:
+    """In-process: within the peak resident memory ``getrusage`` reports, and grown by a
+    64 MiB array once it is written."""
+    worker = ShardWorker(str(tmp_path / "no-shard"), {}, {})
+    before = worker.rss_mib()
+    block = np.ones(64 * 2**20 // 8)
+    after = worker.rss_mib()
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    assert 0 < before and after <= peak_mib + 1
+    assert after - before >= 60
+    del block

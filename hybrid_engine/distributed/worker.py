@@ -112,6 +112,18 @@ class ShardWorker:
             "last_seq": int(seq.max()) if len(seq) else -1,
         }
 
+    def rss_mib(self) -> float:
+        """This process's resident set size (``VmRSS`` of ``/proc/self/status``), MiB; 0.0
+        where the system has no ``/proc``."""
+        try:
+            status = Path("/proc/self/status").read_text(encoding="ascii")
+        except OSError:
+            return 0.0
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
     # -- writing ------------------------------------------------------------------------------
 
     def stage(self, documents: list[dict[str, Any]], started: bool) -> tuple[int, str]:
