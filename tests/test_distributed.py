@@ -347,13 +347,18 @@ def test_a_replica_answers_for_its_killed_writer(
             assert result.complete
             assert result.doc_ids == expected.doc_ids
         new = {**data["extra"][0], "text": "zyxwvut quasar " + data["extra"][0]["text"]}
-        with pytest.raises(ShardUnavailableError, match="wait_ready"):
-            index.add([new])  # the writer is restarting
-        index.wait_ready()
+        index.wait_ready()  # the writer's restart
         index.add([new])
         index.commit()
         for _ in range(4):
             assert index.search(["zyxwvut quasar"], 1).doc_ids == [[new["_id"]]]
+        # A writer killed for good: writes are refused, searches go on through the replica.
+        ray.kill(index.actors[1][0], no_restart=True)
+        routed_to_1 = next(d for d in data["extra"][1:] if shard_of(d["_id"], 2) == 1)
+        with pytest.raises(ShardUnavailableError, match="wait_ready"):
+            index.add([routed_to_1])
+        for _ in range(4):
+            assert index.search(["zyxwvut quasar"], 1).complete
     finally:
         index.close()
 
