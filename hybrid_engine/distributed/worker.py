@@ -39,9 +39,8 @@ class UnpreparedGenerationError(LookupError):
 
 @dataclass(frozen=True)
 class BM25Counts:
-    """A shard's live BM25 statistics at one commit, for the coordinator to add up."""
+    """A shard's live BM25 statistics at its last commit, for the coordinator to add up."""
 
-    commit: int
     n_docs: int
     total_length: int
     terms: list[str]
@@ -102,12 +101,12 @@ class ShardWorker:
         """The shard's retrievers, query encoders (folder, variant, model hash; None without
         the leg), incarnation and the last place in the collection's order it holds."""
         engine = self._writable()
-        state = engine._state
+        splade = engine._state.splade_encoder
         seq = _sequence(engine.pinned()._snapshot)
         return {
             "retrievers": engine.retrievers,
-            "dense": None if state.encoder is None else _model_record(state.encoder),
-            "splade": None if state.splade_encoder is None else _model_record(state.splade_encoder),
+            "dense": None if engine.encoder is None else _model_record(engine.encoder),
+            "splade": None if splade is None else _model_record(splade),
             "incarnation": self._incarnation,
             "last_seq": int(seq.max()) if len(seq) else -1,
         }
@@ -193,7 +192,7 @@ class ShardWorker:
             return None
         stats, doc_freqs = snapshot.bm25_counts
         terms = snapshot.term_map.terms[: len(doc_freqs)]  # the map only grows
-        return BM25Counts(self.commit_number(), stats.n_docs, stats.total_length, terms, doc_freqs)
+        return BM25Counts(stats.n_docs, stats.total_length, terms, doc_freqs)
 
     def prepare(
         self,
