@@ -40,7 +40,8 @@ DENSE = {"exact_threshold": 10_000}
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A local Ray cluster for this module, shut down at its end."""
-    ray = pytest.importorskip("ray", reason="the sharded index needs the ray extra")
+    import ray  # here, not at collection: see tests/test_distributed.py
+
     ray.init(
         num_cpus=4,
         include_dashboard=False,

@@ -62,6 +62,47 @@ def _quiet_stderr() -> Iterator[None]:
         os.close(saved)
 
 
+_PATCH_LOCK = threading.Lock()
+
+
+def cpu_has_amx() -> bool:
+    """Whether this CPU reports Intel AMX tiles (``amx_tile`` in ``/proc/cpuinfo``)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            return any(line.startswith("flags") and " amx_tile" in line for line in info)
+    except OSError:
+        return False
+
+
+@contextmanager
+def _cpu_buffers_checked(llama_cpp: Any) -> Iterator[None]:
+    """Load a model inside without ggml's extra CPU buffer types where the CPU has AMX.
+
+    On a CPU with AMX (here a sandboxed Sapphire Rapids machine), ggml's AMX matrix multiply
+    (``ggml_backend_amx_mul_mat``, one of those buffer types) segfaulted in the first decode;
+    without them llama.cpp runs its plain CPU kernels. ``Llama`` takes no such option, so the
+    default model parameters it starts from are wrapped while it loads. Elsewhere nothing
+    changes (the buffer types also repack weights, which is faster there).
+    """
+    if not cpu_has_amx():
+        yield
+        return
+    low = llama_cpp.llama_cpp
+    with _PATCH_LOCK:
+        default = low.llama_model_default_params
+
+        def without_extra_buffers() -> Any:
+            params = default()
+            params.use_extra_bufts = False
+            return params
+
+        low.llama_model_default_params = without_extra_buffers
+        try:
+            yield
+        finally:
+            low.llama_model_default_params = default
+
+
 def import_llama() -> Any:
     """The ``llama_cpp`` module, or an ImportError that says how to install it."""
     try:
@@ -173,7 +214,7 @@ class LocalGenerator:
         if not path.is_file():
             raise FileNotFoundError(f"no GGUF model file at {path}")
         threads = num_threads or len(os.sched_getaffinity(0))
-        with _quiet_stderr():
+        with _quiet_stderr(), _cpu_buffers_checked(llama_cpp):
             llama = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=n_ctx,
