@@ -40,7 +40,7 @@ DENSE = {"exact_threshold": 10_000}
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A local Ray cluster for this module, shut down at its end."""
-    import ray  # here, not at collection: see tests/test_distributed.py
+    import ray
 
     ray.init(
         num_cpus=4,
