@@ -248,6 +248,8 @@ def test_mutations_equal_one_live_index(
             index.add([{"_id": "new-1", "text": "x"}, extra[0]])
         with pytest.raises(UnknownIdError, match="no-such-id"):
             index.delete([corpus[0]["_id"], "no-such-id"])
+        with pytest.raises(TypeError, match="ids must be str"):
+            index.delete([corpus[0]["_id"], 7])
         with pytest.raises(ValueError, match=SEQ_FIELD):
             index.add([{"_id": "new-2", "text": "x", "metadata": {SEQ_FIELD: 1}}])
         index.commit()

@@ -94,6 +94,9 @@ class ShardWrites:
             raise TypeError(f"ids must be an iterable of str, got the str {ids!r}; use [{ids!r}]")
         with self._lock:
             ids = list(ids)
+            bad = [doc_id for doc_id in ids if not isinstance(doc_id, str)]
+            if bad:
+                raise TypeError(f"ids must be str, got {type(bad[0]).__name__} ({bad[0]!r})")
             groups = group_by_shard(ids, self._n)
             if not missing_ok:
                 unknown = self._held(ids, groups, held=False)
