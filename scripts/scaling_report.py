@@ -52,7 +52,7 @@ import ray
 from hybrid_engine import EmbeddingCache, Encoder, HybridIndex
 from hybrid_engine.cli.demo import DEFAULT_DATASET
 from hybrid_engine.distributed import ShardedIndex
-from hybrid_engine.distributed.cluster import start_shard
+from hybrid_engine.distributed.cluster import ShardCalls, start_shard
 from hybrid_engine.distributed.manifest import shard_dir
 from hybrid_engine.distributed.partition import shard_of
 from hybrid_engine.evaluation import load_beir
@@ -106,38 +106,46 @@ def query_load(search: Callable[[str], Any], queries: list[str]) -> dict[str, An
 
 
 class Recorder:
-    """Wraps a ``ShardCalls.gather`` to add up the pickled bytes of each method's requests
-    and answers."""
+    """Wraps ``ShardCalls.gather`` (of every instance: the writers' and each search's own) to
+    add up the pickled bytes of each method's requests and answers, until ``close``."""
 
-    def __init__(self, calls: Any) -> None:
+    def __init__(self) -> None:
         self.bytes: dict[str, dict[str, int]] = defaultdict(lambda: {"sent": 0, "received": 0})
-        original = calls.gather
+        self._original = original = ShardCalls.gather
 
-        def gather(method: str, args: Sequence[Any], *, bounded: bool = False) -> Any:
-            answers, failures = original(method, args, bounded=bounded)
+        def gather(
+            calls: ShardCalls, method: str, args: Sequence[Any], *, bounded: bool = False
+        ) -> Any:
+            answers, failures = original(calls, method, args, bounded=bounded)
             for call, answer in zip(args, answers, strict=True):
                 if call is not None:
                     self.bytes[method]["sent"] += pickled((method, call))
                     self.bytes[method]["received"] += pickled(answer)
             return answers, failures
 
-        calls.gather = gather
+        ShardCalls.gather = gather  # type: ignore[method-assign]
 
     def take(self) -> dict[str, dict[str, int]]:
         out = {m: dict(v) for m, v in self.bytes.items()}
         self.bytes.clear()
         return out
 
+    def close(self) -> None:
+        ShardCalls.gather = self._original  # type: ignore[method-assign]
+
 
 def traffic(index: ShardedIndex, queries: list[str]) -> dict[str, Any]:
-    recorder = Recorder(index._calls)
-    for q in queries:
-        index.search([q], 10, num_threads=1)
-    searched = recorder.take()
-    start = time.perf_counter()
-    index.commit()  # nothing staged: the statistics exchange alone, with its commit calls
-    commit_ms = (time.perf_counter() - start) * 1000
-    committed = recorder.take()
+    recorder = Recorder()
+    try:
+        for q in queries:
+            index.search([q], 10, num_threads=1)
+        searched = recorder.take()
+        start = time.perf_counter()
+        index.commit()  # nothing staged: the statistics exchange alone, with its commit calls
+        commit_ms = (time.perf_counter() - start) * 1000
+        committed = recorder.take()
+    finally:
+        recorder.close()
     per_query = {m: {k: round(v / len(queries)) for k, v in d.items()} for m, d in searched.items()}
     exchange = {m: committed[m] for m in ("bm25_counts", "prepare") if m in committed}
     return {
@@ -177,7 +185,7 @@ def disk(directory: Path) -> dict[str, int]:
 def memory(index: ShardedIndex, root: Path) -> dict[str, Any]:
     sizes = index._calls.all("size", index.generation)
     terms = [len(counts.terms) for counts in index._calls.all("bm25_counts")]
-    rss = ray.get([actor.rss_mib.remote() for actor in index.actors])
+    rss = ray.get([actors[0].rss_mib.remote() for actors in index.actors])
     return {
         "shards": [
             {
@@ -198,7 +206,7 @@ def shard_rate(index: ShardedIndex, queries: list[str]) -> dict[str, Any]:
     encoder = index._shards.encoder
     assert encoder is not None
     vectors = [encoder.encode([q]) for q in queries]
-    actor, generation = index.actors[0], index.generation
+    actor, generation = index.actors[0][0], index.generation  # shard 0's writer
     calls = [
         (generation, [q], 100, None, v, None, 1) for q, v in zip(queries, vectors, strict=True)
     ]
@@ -264,11 +272,11 @@ def kill(corpus: list[dict], queries: list[str], root: Path, timeout_s: float) -
         thread.start()
         time.sleep(LOOP_S)
         killed = time.monotonic()
-        ray.kill(index.actors[KILLED], no_restart=False)
+        ray.kill(index.actors[KILLED][0], no_restart=False)
         time.sleep(AFTER_S)
         stop.set()
         thread.join()
-        rss = ray.get([actor.rss_mib.remote() for actor in index.actors])
+        rss = ray.get([actors[0].rss_mib.remote() for actors in index.actors])
         before = [(end - start) * 1000 for start, end, _, _ in answers if end < killed]
         typical = percentile(before, 50)
         after = [a for a in answers if a[1] > killed]
