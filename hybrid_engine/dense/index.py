@@ -30,6 +30,7 @@ from hybrid_engine.dense.params import DEFAULT_EF_SEARCH, DEFAULT_EXACT_THRESHOL
 from hybrid_engine.dense.store import VectorStore
 from hybrid_engine.protocols import TextEncoder
 from hybrid_engine.results import SearchResult
+from hybrid_engine.storage import verify_default
 
 
 class DenseIndex(DenseGrowth):
@@ -309,7 +310,7 @@ class DenseIndex(DenseGrowth):
         TypeError
             An encoder that is not a ``TextEncoder``.
         """
-        verify = not mmap if verify is None else verify
+        verify = verify_default(verify, mmap)
         saved = read_dense(path, mmap=mmap, verify=verify)
         if encoder is not None:
             check_loaded_encoder(path, encoder, saved.vectors.shape[1], saved.model_hash)

@@ -19,6 +19,7 @@ from hybrid_engine.lexical.bm25_params import BM25Params
 from hybrid_engine.lexical.statistics import CollectionStats, check_statistics
 from hybrid_engine.lexical.weighted import weighted_queries
 from hybrid_engine.results import SearchResult
+from hybrid_engine.storage import verify_default
 
 IMPACT_CACHE_MAX_BYTES = 2 << 30
 """``cache_impacts=None`` decodes postings into the 8-byte-per-posting impact layout when it
@@ -315,7 +316,7 @@ class BM25Index(BM25Attributes):
         IndexFormatError
             The directory is missing, truncated, corrupt, or not a BM25 index of this format.
         """
-        verify = not mmap if verify is None else verify
+        verify = verify_default(verify, mmap)
         arrays, params, analyzer, doc_ids, check = read_index(path, mmap=mmap, verify=verify)
         cache = _auto_cache(arrays, mmap=mmap) if cache_impacts is None else cache_impacts
         try:

@@ -27,6 +27,7 @@ from hybrid_engine.results import SearchResult, SparseVectors
 from hybrid_engine.sparse.attributes import SpladeAttributes
 from hybrid_engine.sparse.format import INDEX_ARRAYS, read_splade, write_splade
 from hybrid_engine.sparse.vectors import check_scale, check_vectors, default_scale, quantize
+from hybrid_engine.storage import verify_default
 
 
 class SpladeIndex(SpladeAttributes):
@@ -316,7 +317,7 @@ class SpladeIndex(SpladeAttributes):
         ModelNotFoundError
             ``encoder`` is None and the SPLADE model is not prepared.
         """
-        verify = not mmap if verify is None else verify
+        verify = verify_default(verify, mmap)
         saved = read_splade(path, mmap=mmap, verify=verify)
         model_hash, vocab_size = saved.model_hash, saved.vocab_size
         if encoder is None:

@@ -6,6 +6,7 @@ from hybrid_engine.storage.index_dir import (
     delimits,
     read_index_dir,
     user_cache_dir,
+    verify_default,
     write_index_dir,
 )
 from hybrid_engine.storage.replace import open_index_dir, remove_unused_slots
@@ -17,5 +18,6 @@ __all__ = [
     "read_index_dir",
     "remove_unused_slots",
     "user_cache_dir",
+    "verify_default",
     "write_index_dir",
 ]

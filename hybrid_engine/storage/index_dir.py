@@ -46,6 +46,12 @@ def user_cache_dir(env: str, name: str) -> Path:
     return Path(cache) / "hybrid_engine" / name
 
 
+def verify_default(verify: bool | None, mmap: bool) -> bool:
+    """A load's ``verify``: as given, or for None ``not mmap`` (a memory-mapped load reads no
+    array whole, so it checks each part when a search first reads it instead)."""
+    return not mmap if verify is None else verify
+
+
 def delimits(offsets: np.ndarray, data: np.ndarray, count: int) -> bool:
     """Whether 1-d ``offsets`` cut ``data`` into ``count`` pieces: ``count + 1`` entries that
     rise (or stay) from 0 to ``len(data)``. For the offset arrays of variable-length items."""
