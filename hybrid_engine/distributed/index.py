@@ -30,7 +30,7 @@ from hybrid_engine.distributed.documents import fill_shards
 from hybrid_engine.distributed.manifest import ShardedLayout
 from hybrid_engine.distributed.result import ShardedResult
 from hybrid_engine.distributed.search import SearchedShards, ShardedSearch
-from hybrid_engine.distributed.writes import Prepared, ShardWrites
+from hybrid_engine.distributed.writes import ShardWrites
 from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.bi_encoder import Encoder
@@ -52,7 +52,6 @@ class ShardedIndex:
 
     def __init__(
         self,
-        root: Path,
         layout: ShardedLayout,
         replicas: list[list[Any]],
         *,
@@ -60,33 +59,28 @@ class ShardedIndex:
         timeout_s: float | None,
     ) -> None:
         """Private: use ``build`` or ``open``."""
-        self._root = root
         self._layout = layout
         self._replicas = replicas
         self._calls = ShardCalls([actors[0] for actors in replicas], None)
         described = self._calls.all("describe")
         self._retrievers: tuple[str, ...] = tuple(described[0]["retrievers"])
-        self._reranker = reranker
         self._verdict: RerankerVerdict | None = None
         if reranker is not None:
             self._verdict = reranker_verdict(reranker.name, reranker.training)
-        self._shards = SearchedShards(
-            replicas,
-            timeout_s,
-            self._prepared,
-            self._retrievers,
-            _query_model(Encoder, described[0]["dense"]),
-            _query_model(SpladeEncoder, described[0]["splade"]),
-            reranker,
-        )
         readers = [
             ShardCalls([actors[rank] for actors in replicas], None)
             for rank in range(1, len(replicas[0]))
         ]
         self._writes = ShardWrites(self._calls, described, readers)
-
-    def _prepared(self, generation: int) -> Prepared | None:
-        return self._writes.prepared(generation)
+        self._shards = SearchedShards(
+            replicas,
+            timeout_s,
+            self._writes.prepared,
+            self._retrievers,
+            _query_model(Encoder, described[0]["dense"]),
+            _query_model(SpladeEncoder, described[0]["splade"]),
+            reranker,
+        )
 
     # -- construction -------------------------------------------------------------------------
 
@@ -155,7 +149,7 @@ class ShardedIndex:
         actors = start_shards(root, n_shards, replicas, load_options, options, actor_options)
         try:
             fill_shards(ShardCalls([a[0] for a in actors], None), corpus, n_shards, batch_size)
-            return cls(root, layout, actors, reranker=reranker, timeout_s=timeout_s)
+            return cls(layout, actors, reranker=reranker, timeout_s=timeout_s)
         except BaseException:
             stop_shards(actors)
             shutil.rmtree(root, ignore_errors=True)
@@ -186,7 +180,7 @@ class ShardedIndex:
             root, layout.n_shards, replicas, load_options, layout.build_options, actor_options
         )
         try:
-            return cls(root, layout, actors, reranker=reranker, timeout_s=timeout_s)
+            return cls(layout, actors, reranker=reranker, timeout_s=timeout_s)
         except BaseException:
             stop_shards(actors)
             raise

@@ -18,7 +18,7 @@ import numpy as np
 
 from hybrid_engine.distributed.cluster import ShardCalls, ShardUnavailableError, is_unavailable
 from hybrid_engine.distributed.worker import UnpreparedGenerationError
-from hybrid_engine.distributed.writes import Prepared
+from hybrid_engine.distributed.writes import Prepared, prepare_calls
 from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.live.topk import merge_top_k
 from hybrid_engine.pipeline.fusion import fuse
@@ -125,16 +125,13 @@ class ShardedSearch:
         return True
 
     def _reprepare(self, shard: int) -> bool:
-        published = self.shards.prepared(self.generation)
-        if published is None:
+        """Prepare ``shard`` (restarted since) for this search's generation again."""
+        prepared = self.shards.prepared(self.generation)
+        if prepared is None:
             return False
-        commits, stats, per_shard = published
+        call = prepare_calls(self.generation, prepared)[shard]
         _, failures = self.calls.gather(
-            "prepare",
-            [
-                (self.generation, commits[s], stats, per_shard[s]) if s == shard else None
-                for s in range(self.shards.n_shards)
-            ],
+            "prepare", [call if s == shard else None for s in range(self.shards.n_shards)]
         )
         return not failures
 

@@ -144,7 +144,7 @@ class ShardWrites:
             per_shard = list(shard_counts)
         generation = self.generation + 1
         self._published[generation] = (commits, stats, per_shard)
-        prepare = [(generation, commits[s], stats, per_shard[s]) for s in range(self._n)]
+        prepare = prepare_calls(generation, self._published[generation])
         self._calls.each("prepare", prepare)
         for readers in self._readers:
             readers.gather("prepare", prepare)
@@ -206,3 +206,12 @@ class ShardWrites:
                 ) from error
             raise error
         return answers
+
+
+def prepare_calls(generation: int, prepared: Prepared) -> list[tuple[Any, ...]]:
+    """Each shard's arguments of ``ShardWorker.prepare`` for ``generation``."""
+    commits, stats, per_shard = prepared
+    return [
+        (generation, commit, stats, counts)
+        for commit, counts in zip(commits, per_shard, strict=True)
+    ]
