@@ -119,13 +119,7 @@ def _legs(index: ShardedIndex, queries: list[str], width: int, where: Any = None
     search = ShardedSearch(index._shards, index.generation, plan, {})
     found = search.legs(queries, None)
     documents = search.fetch("documents", np.concatenate([r.ids for r in found.values()]))
-    return {
-        leg: [
-            ([documents[int(i)]["id"] for i in ids if i != -1], scores[np.isfinite(scores)])
-            for ids, scores in zip(result.ids, result.scores, strict=True)
-        ]
-        for leg, result in found.items()
-    }
+    return _named(found, lambda seq: documents[seq]["id"])
 
 
 def _single_legs(engine: HybridIndex, queries: list[str], width: int, where: Any = None) -> dict:
@@ -138,9 +132,15 @@ def _single_legs(engine: HybridIndex, queries: list[str], width: int, where: Any
         "bm25": snapshot.search_bm25(queries, width, None, allowed),
         "dense": snapshot.search_dense(vectors, width, None, allowed),
     }
+    return _named(found, snapshot.doc_id)
+
+
+def _named(found: dict[str, Any], doc_id: Any) -> dict:
+    """Each leg's rows as (the doc ids of its hits, by ``doc_id`` of a result id; their
+    scores), padding left out."""
     return {
         leg: [
-            ([snapshot.doc_id(int(i)) for i in ids if i != -1], scores[np.isfinite(scores)])
+            ([doc_id(int(i)) for i in ids if i != -1], scores[np.isfinite(scores)])
             for ids, scores in zip(result.ids, result.scores, strict=True)
         ]
         for leg, result in found.items()
