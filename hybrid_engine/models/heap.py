@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from collections.abc import Callable
 
 
 def _find_malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
+    """glibc's ``malloc_trim`` among the process's symbols (as ``storage._rename`` finds
+    ``renameat2``), or None where the C library has none (musl, macOS)."""
     try:
-        trim = ctypes.CDLL(name).malloc_trim
-    except (AttributeError, OSError):
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError, TypeError):
         return None
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
