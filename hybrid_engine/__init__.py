@@ -14,7 +14,7 @@ from hybrid_engine.errors import (
 )
 from hybrid_engine.feedback import RM3, Rocchio
 from hybrid_engine.lexical import Analyzer, AnalyzerConfig, BM25Index, BM25Params
-from hybrid_engine.live import Hit, MergePolicy
+from hybrid_engine.live import Hit, MergePolicy, StagedChanges
 from hybrid_engine.metadata import Filter, MetadataColumns
 from hybrid_engine.models import CrossEncoder, Encoder, ModelNotFoundError, SpladeEncoder
 from hybrid_engine.parents import (
@@ -72,6 +72,7 @@ __all__ = [
     "SpladeIndex",
     "Stack",
     "StageError",
+    "StagedChanges",
     "UnknownIdError",
     "WriterLockedError",
     "__version__",

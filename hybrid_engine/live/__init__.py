@@ -2,6 +2,7 @@
 score as one fresh index, crash-safe commits to an index directory, and the merge policy."""
 
 from hybrid_engine.live.merge_policy import MergePolicy
+from hybrid_engine.live.pending import StagedChanges
 from hybrid_engine.live.snapshot import Hit
 
-__all__ = ["Hit", "MergePolicy"]
+__all__ = ["Hit", "MergePolicy", "StagedChanges"]

@@ -20,6 +20,7 @@ import numpy as np
 
 from hybrid_engine.corpus import Document, document_text, document_title
 from hybrid_engine.errors import DuplicateIdError
+from hybrid_engine.ids import new_id
 from hybrid_engine.metadata import MetadataColumns
 from hybrid_engine.packed import PackedStrings
 
@@ -42,13 +43,11 @@ class LiveDocuments:
         return len(self.ids)
 
     @classmethod
-    def from_documents(
-        cls, documents: Iterable[Document], first_id: int = 0
-    ) -> tuple[LiveDocuments, list[str]]:
+    def from_documents(cls, documents: Iterable[Document]) -> tuple[LiveDocuments, list[str]]:
         """The documents read from ``documents``, and their ids in order.
 
-        A document without ``_id`` gets ``str(first_id + i)`` (its position in the stream
-        counted from ``first_id``).
+        A document without ``_id`` gets a new random one (``ids.new_id``), which never
+        collides with an id a user chose.
 
         Raises
         ------
@@ -63,7 +62,7 @@ class LiveDocuments:
         seen: set[str] = set()
         for position, doc in enumerate(documents):
             text, doc_id = document_text(doc, position)
-            doc_id = doc_id if doc_id is not None else str(first_id + position)
+            doc_id = doc_id if doc_id is not None else new_id()
             if doc_id in seen:
                 raise DuplicateIdError(f"document id {doc_id!r} is given twice; ids must be unique")
             seen.add(doc_id)

@@ -7,6 +7,7 @@ and the deletions into new live masks.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -14,6 +15,19 @@ from hybrid_engine.corpus import Document
 from hybrid_engine.errors import DuplicateIdError
 from hybrid_engine.live.documents import LiveDocuments
 from hybrid_engine.live.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class StagedChanges:
+    """What is staged and not committed: ``added``, documents to add (by ``add`` or
+    ``upsert``), and ``deleted``, committed documents to delete (by ``delete``, or replaced by
+    ``upsert``)."""
+
+    added: int = 0
+    deleted: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.deleted)
 
 
 class Pending:
@@ -27,6 +41,10 @@ class Pending:
     def __bool__(self) -> bool:
         return bool(self.added) or bool(self.deleted)
 
+    def counts(self) -> StagedChanges:
+        """How many documents are staged to be added, and committed ones to be deleted."""
+        return StagedChanges(len(self.added), sum(len(rows) for rows in self.deleted.values()))
+
     def is_live(self, snapshot: Snapshot, doc_id: str) -> bool:
         """Whether ``doc_id`` will be live after the commit (so far)."""
         if doc_id in self.added:
@@ -34,12 +52,11 @@ class Pending:
         where = snapshot.locations().get(doc_id)
         return where is not None and where[1] not in self.deleted.get(where[0], ())
 
-    def add(
-        self, snapshot: Snapshot, documents: Iterable[Document], first_id: int, replace: bool
-    ) -> int:
+    def add(self, snapshot: Snapshot, documents: Iterable[Document], replace: bool) -> list[str]:
         """Stage ``documents``; with ``replace`` an id already live is replaced (upsert),
-        without it such an id is an error naming it. All or nothing. Returns the count."""
-        docs, ids = LiveDocuments.from_documents(documents, first_id)
+        without it such an id is an error naming it. All or nothing. Returns their ids, in
+        order (a new one for each document given without ``_id``)."""
+        docs, ids = LiveDocuments.from_documents(documents)
         if not replace:
             taken = [doc_id for doc_id in ids if self.is_live(snapshot, doc_id)]
             if taken:
@@ -53,7 +70,7 @@ class Pending:
         self.batches.append(docs)
         for row, doc_id in enumerate(ids):
             self.added[doc_id] = (batch, row)
-        return len(ids)
+        return ids
 
     def remove(self, snapshot: Snapshot, doc_id: str) -> bool:
         """Delete ``doc_id`` (staged or committed) if it is live; whether it was."""

@@ -24,7 +24,7 @@ from hybrid_engine.live import commits, layout, state_files
 from hybrid_engine.live.commits import CommitPoint, WriterLock
 from hybrid_engine.live.config import EngineConfig
 from hybrid_engine.live.merge_policy import MergePolicy
-from hybrid_engine.live.pending import Pending
+from hybrid_engine.live.pending import Pending, StagedChanges
 from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.live.statistics import TermMap
@@ -80,13 +80,22 @@ class LiveState:
 
     # -- mutations ----------------------------------------------------------------------------
 
-    def add(self, documents: Iterable[Document], *, replace: bool) -> int:
+    def add(self, documents: Iterable[Document], *, replace: bool) -> list[str]:
         with self._lock:
             self._take_writer_lock()
-            documents = list(documents)
-            count = self._pending.add(self.snapshot, documents, self._next_id, replace)
-            self._next_id += len(documents)
-            return count
+            return self._pending.add(self.snapshot, documents, replace)
+
+    @property
+    def staged(self) -> StagedChanges:
+        with self._lock:
+            return self._pending.counts()
+
+    def rollback(self) -> StagedChanges:
+        """Drop every staged change; what was dropped."""
+        with self._lock:
+            dropped = self._pending.counts()
+            self._pending = Pending()
+            return dropped
 
     def holds(self, ids: Sequence[str]) -> list[bool]:
         """Whether each of ``ids`` will be live after the next commit (so far)."""

@@ -12,6 +12,7 @@ from typing import Any, TypeVar, cast
 from hybrid_engine.corpus import Document
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.errors import DegradedEngineError, PinnedEngineError
+from hybrid_engine.live.pending import StagedChanges
 from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.cross_encoder import CrossEncoder
@@ -49,20 +50,20 @@ class Lifecycle:
                 "model and load the index again to write"
             )
 
-    def add(self, documents: Iterable[Document]) -> int:
+    def add(self, documents: Iterable[Document]) -> list[str]:
         """Stage new documents; ``commit`` makes them searchable.
 
         Parameters
         ----------
         documents : iterable of dict or str
             ``{"_id", "title", "text", "metadata"}`` dicts (``live.documents``: other
-            top-level keys are metadata fields too). A document without ``_id`` gets the
-            next number as its id.
+            top-level keys are metadata fields too). A document without ``_id`` gets a new
+            random id (a UUID4, ``ids.new_id``), which never collides with one you chose.
 
         Returns
         -------
-        int
-            Documents staged.
+        list of str
+            The ids of the documents staged, in order (those generated included).
 
         Raises
         ------
@@ -73,9 +74,10 @@ class Lifecycle:
         self._check_writable()
         return self._state.add(documents, replace=False)
 
-    def upsert(self, documents: Iterable[Document]) -> int:
+    def upsert(self, documents: Iterable[Document]) -> list[str]:
         """Stage documents, replacing those whose ids are already in the index (as ``add``
-        otherwise). A replaced document moves to the end of the collection's order."""
+        otherwise, the staged ids returned). A replaced document moves to the end of the
+        collection's order."""
         self._check_writable()
         return self._state.add(documents, replace=True)
 
@@ -144,6 +146,25 @@ class Lifecycle:
     def has_staged(self) -> bool:
         """Whether changes are staged and not committed yet (``close`` drops them)."""
         return self._state.has_pending
+
+    @property
+    def staged(self) -> StagedChanges:
+        """How many changes are staged and not committed yet: documents to add (``added``)
+        and committed documents to delete (``deleted``, those an ``upsert`` replaces
+        included)."""
+        return self._state.staged
+
+    def rollback(self) -> StagedChanges:
+        """Drop every change staged since the last commit (``add``, ``upsert``, ``delete``);
+        the index and its searches are unchanged. Returns what was dropped.
+
+        Raises
+        ------
+        PinnedEngineError, DegradedEngineError
+            As ``add``: this engine cannot change the index.
+        """
+        self._check_writable()
+        return self._state.rollback()
 
     def close(self) -> None:
         """Give up the index directory's write lock; staged changes are dropped."""
