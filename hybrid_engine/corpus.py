@@ -9,6 +9,7 @@ from typing import Any, TypeAlias, Union, overload
 import numpy as np
 
 from hybrid_engine.errors import IndexFormatError
+from hybrid_engine.ids import check_id
 from hybrid_engine.packed import PackedStrings, checked_position
 
 ENCODE_CHUNK = 16_384
@@ -21,31 +22,50 @@ Document: TypeAlias = Union[str, Mapping[str, Any]]  # noqa: UP007 (runtime alia
 """A document: plain text, or a mapping with ``"text"`` and optional ``"title"`` and ``"_id"``."""
 
 
-def document_text(doc: Document, position: int) -> tuple[str, str | None]:
+def document_text(
+    doc: Document, position: int, *, name: str | None = None
+) -> tuple[str, str | None]:
     """Indexed text (``title + " " + text`` when a title is given) and ``_id`` of one document.
+
+    The ``_id`` follows the one rule of ``ids.check_id``: a ``str`` as it is, an ``int`` as
+    its decimal string.
+
+    Parameters
+    ----------
+    doc : str or mapping
+        The document.
+    position : int
+        Its 0-based position, which messages name (``"document 3"``) unless ``name`` is given.
+    name : str, optional
+        How messages name the document instead (e.g. ``"document 'e1' (number 4 given)"``).
 
     Raises
     ------
     TypeError
-        ``doc`` is neither ``str`` nor a mapping, or a field is not ``str``.
+        ``doc`` is neither ``str`` nor a mapping, the text or title is not ``str``, or the
+        ``_id`` is neither ``str`` nor ``int``.
     ValueError
-        A mapping has no ``"text"``.
+        A mapping has no ``"text"`` (it may be ``""`` or None: a title alone is indexed), or
+        an ``_id`` breaks the id rule (empty, too long,
+        surrounding whitespace, a control character).
     """
+    name = name or f"document {position}"
     if isinstance(doc, str):
         return doc, None
     if not isinstance(doc, Mapping):
         raise TypeError(
-            f"document {position} is {type(doc).__name__}; expected str or a dict with 'text' "
+            f"{name} is {type(doc).__name__}; expected str or a dict with 'text' "
             "(and optional 'title', '_id')"
         )
     if "text" not in doc:
-        raise ValueError(f"document {position} has no 'text' field (keys: {sorted(doc)[:5]})")
+        raise ValueError(f"{name} has no 'text' field (keys: {sorted(doc)[:5]})")
     text, title, doc_id = doc["text"], doc.get("title"), doc.get("_id")
-    for name, value in (("text", text), ("title", title), ("_id", doc_id)):
+    text = "" if text is None else text
+    for field, value in (("text", text), ("title", title)):
         if value is not None and not isinstance(value, str):
-            raise TypeError(
-                f"document {position} field {name!r} is {type(value).__name__}, expected str"
-            )
+            raise TypeError(f"{name} field {field!r} is {type(value).__name__}, expected str")
+    if doc_id is not None:
+        doc_id = check_id(doc_id, f"{name} field '_id'")
     if title:
         text = f"{title} {text}"
     return text, doc_id

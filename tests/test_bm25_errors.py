@@ -45,7 +45,8 @@ def test_single_document_instead_of_corpus(corpus) -> None:
             r"document 1 field 'title' is int",
         ),
         ([{"text": 3.5}], TypeError, r"document 0 field 'text' is float"),
-        ([{"text": "x", "_id": 5}], TypeError, r"document 0 field '_id' is int"),
+        ([{"text": "x", "_id": True}], TypeError, r"document 0 field '_id' is bool"),
+        ([{"text": "x", "_id": ""}], ValueError, r"document 0 field '_id' is empty"),
         (
             [{"text": "a", "_id": "d1"}, {"text": "b", "_id": "d2"}, {"text": "c", "_id": "d1"}],
             ValueError,

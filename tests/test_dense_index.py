@@ -597,7 +597,7 @@ def test_empty_corpus(corpus) -> None:
         ("one string", TypeError, "wrap it in a list"),
         (["fine", 5], TypeError, "document 1 is int; expected str or a dict"),
         ([{"title": "no text"}], ValueError, "document 0 has no 'text' field"),
-        ([{"text": "x", "_id": 5}], TypeError, "document 0 field '_id' is int"),
+        ([{"text": "x", "_id": True}], TypeError, "document 0 field '_id' is bool"),
         (
             [{"text": "a", "_id": "d"}, {"text": "b", "_id": "d"}],
             ValueError,

@@ -233,7 +233,7 @@ def test_mutations_equal_one_live_index(
         changed = [{**doc, "text": doc["text"] + " revised"} for doc in corpus[10:30]]
         gone = [doc["_id"] for doc in corpus[50:90]]
         for engine in (one, index):
-            assert engine.add(extra) == len(extra)
+            assert engine.add(extra) == [doc["_id"] for doc in extra]
             engine.upsert(changed)
             engine.delete(gone)
         one.commit(embedding_cache=EmbeddingCache())
@@ -248,8 +248,12 @@ def test_mutations_equal_one_live_index(
             index.add([{"_id": "new-1", "text": "x"}, extra[0]])
         with pytest.raises(UnknownIdError, match="no-such-id"):
             index.delete([corpus[0]["_id"], "no-such-id"])
-        with pytest.raises(TypeError, match="ids must be str"):
-            index.delete([corpus[0]["_id"], 7])
+        with pytest.raises(TypeError, match=r"ids\[1\] is bool"):
+            index.delete([corpus[0]["_id"], True])
+        with pytest.raises(ValueError, match="is empty"):
+            index.add([{"_id": "", "text": "x"}])
+        assert index.add([{"_id": 4242, "text": "an int id"}]) == ["4242"]  # its decimal string
+        assert index.delete([4242]) == 1
         with pytest.raises(ValueError, match=SEQ_FIELD):
             index.add([{"_id": "new-2", "text": "x", "metadata": {SEQ_FIELD: 1}}])
         index.commit()

@@ -135,7 +135,7 @@ def test_bad_retrievers(retrievers, match) -> None:
 
 def test_blank_document_fails_before_encoding() -> None:
     encoder = HashingEncoder()
-    with pytest.raises(ValueError, match="document 1 is empty"):
+    with pytest.raises(ValueError, match="document number 2 has no title and no text"):
         HybridIndex.build(["fine text", "   "], encoder=encoder)
     assert encoder.calls == []
 

@@ -188,5 +188,5 @@ def test_get_by_ids_returns_the_committed_documents(lc: ModuleType, engine: Hybr
             assert math.isnan(score)
             assert doc.metadata == {**source["metadata"], "id": doc.id, "title": source["title"]}
     assert store.get_by_ids([]) == [] and store.get_by_ids(["missing"]) == []
-    with pytest.raises(TypeError, match="ids must be str"):
-        store.get_by_ids([7])
+    with pytest.raises(TypeError, match=r"ids\[0\] is bool"):
+        store.get_by_ids([True])

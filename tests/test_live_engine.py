@@ -104,8 +104,10 @@ def test_add_and_delete_errors_name_the_ids() -> None:
     assert engine.delete(["d7"]) == 1  # a staged document
     engine.commit()
     assert sorted(d["_id"] for d in live_documents(engine)) == ["d0", "d1", "d3", "d4"]
-    with pytest.raises(TypeError, match="ids must be str"):
-        engine.delete([3])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"ids\[0\] is bool"):
+        engine.delete([True])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match=r"ids\[1\] is empty"):
+        engine.delete(["d0", ""])
 
 
 def test_deleting_everything_leaves_an_empty_index_that_grows_again() -> None:
@@ -218,7 +220,7 @@ def test_get_returns_the_committed_documents_in_the_order_asked() -> None:
     assert [hit.id for hit in found] == ["d7", "d0"]
     with pytest.raises(TypeError, match=r"use \['d1'\]"):
         engine.get("d1")
-    with pytest.raises(TypeError, match="ids must be str"):
-        engine.get(["d1", 2])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"ids\[1\] is bool"):
+        engine.get(["d1", False])  # type: ignore[list-item]
     engine.commit()
     assert [hit.id for hit in engine.get(["d30"])] == ["d30"]  # visible once committed

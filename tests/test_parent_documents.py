@@ -200,9 +200,9 @@ def test_upsert_delete_add_equal_a_fresh_build(chunker: Chunker) -> None:
     index = build(docs, chunker)
     shorter = document(4, 1, seed=1)  # 5 sentences -> 1
     longer = document(5, 5, seed=2)  # 1 sentence -> 5
-    assert index.upsert([shorter, longer]) == 2
+    assert index.upsert([shorter, longer]) == ["p4", "p5"]
     assert index.delete(["p2", "p7"]) == 2
-    assert index.add([document(20, 3, seed=3)]) == 1
+    assert index.add([document(20, 3, seed=3)]) == ["p20"]
     assert index.has_staged
     index.commit()
     kept = [d for d in docs if d["_id"] not in {"p2", "p4", "p5", "p7"}]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from hybrid_engine.corpus import Document
 from hybrid_engine.distributed.partition import SEQ_FIELD, group_by_shard
 from hybrid_engine.errors import DuplicateIdError
+from hybrid_engine.ids import check_id
 from hybrid_engine.live.documents import LiveDocuments
 
 if TYPE_CHECKING:
@@ -18,15 +19,17 @@ if TYPE_CHECKING:
 
 def routed(documents: list[Any], seq: Iterator[int]) -> list[dict[str, Any]]:
     """``documents`` as the shards stage them: each a dict with a ``str`` ``"_id"`` (which
-    routes it), its metadata holding ``SEQ_FIELD`` = the next of ``seq``.
+    routes it: an ``int`` is taken as its decimal string, ``ids.check_id``), its metadata
+    holding ``SEQ_FIELD`` = the next of ``seq``.
 
     Raises
     ------
     TypeError
-        A document that is not a dict, or whose ``"_id"`` is not a ``str``.
+        A document that is not a dict, or whose ``"_id"`` is neither ``str`` nor ``int``.
     ValueError
-        A document without ``"_id"``, or using ``SEQ_FIELD``; what ``HybridIndex.add`` raises
-        for a bad document or metadata value (checked here, so no shard stages a part).
+        A document without ``"_id"``, with one that breaks the id rule, or using
+        ``SEQ_FIELD``; what ``HybridIndex.add`` raises for a bad document or metadata value
+        (checked here, so no shard stages a part).
     DuplicateIdError
         An id given twice.
     """
@@ -40,8 +43,7 @@ def routed(documents: list[Any], seq: Iterator[int]) -> list[dict[str, Any]]:
         doc_id = doc.get("_id")
         if doc_id is None:
             raise ValueError(f'document {position} has no "_id": a sharded index routes by id')
-        if not isinstance(doc_id, str):
-            raise TypeError(f'document {position}\'s "_id" is {type(doc_id).__name__}, not str')
+        doc_id = check_id(doc_id, f'document {position}\'s "_id"')
         if doc_id in seen:
             raise DuplicateIdError(f"document id {doc_id!r} is given twice; nothing was staged")
         seen.add(doc_id)
@@ -55,7 +57,7 @@ def routed(documents: list[Any], seq: Iterator[int]) -> list[dict[str, Any]]:
             raise TypeError(
                 f"document {doc_id!r}'s metadata is {type(metadata).__name__}, not dict"
             )
-        out.append({**doc, "metadata": {**metadata, SEQ_FIELD: next(seq)}})
+        out.append({**doc, "_id": doc_id, "metadata": {**metadata, SEQ_FIELD: next(seq)}})
     LiveDocuments.from_documents(out)  # every document and metadata value, checked
     return out
 

@@ -211,18 +211,21 @@ class ShardedIndex:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def add(self, documents: Iterable[Document]) -> int:
+    def add(self, documents: Iterable[Document]) -> list[str]:
         """Stage new documents on their shards (``HybridIndex.add``); ``commit`` makes them
-        searchable. Each needs a ``str`` ``"_id"``. An id in the index or staged is a
-        ``DuplicateIdError`` naming it, and nothing is staged."""
+        searchable. Each needs an ``"_id"`` (it routes the document): a ``str``, or an
+        ``int`` taken as its decimal string (``ids.check_id``). An id in the index or staged
+        is a ``DuplicateIdError`` naming it, and nothing is staged. Returns the staged ids,
+        in order."""
         return self._writes.stage(documents, replace=False)
 
-    def upsert(self, documents: Iterable[Document]) -> int:
+    def upsert(self, documents: Iterable[Document]) -> list[str]:
         """Stage documents, replacing those whose ids are in the index (``HybridIndex.upsert``);
-        a replaced document moves to the end of the collection's order."""
+        a replaced document moves to the end of the collection's order. Returns the staged
+        ids, in order."""
         return self._writes.stage(documents, replace=True)
 
-    def delete(self, ids: Iterable[str], *, missing_ok: bool = False) -> int:
+    def delete(self, ids: Iterable[str | int], *, missing_ok: bool = False) -> int:
         """Stage deletions by id (``HybridIndex.delete``): an unknown id is an
         ``UnknownIdError`` unless ``missing_ok``, and nothing is staged then."""
         return self._writes.delete(ids, missing_ok=missing_ok)

@@ -129,7 +129,8 @@ class ShardWorker:
         """A building shard's next batch: its first builds the shard (encoded here) and saves
         it as the first commit; later ones are staged (``commit`` ends the build)."""
         if started:
-            return self.add(documents)
+            staged, incarnation = self.add(documents)
+            return len(staged), incarnation
         if self._path.exists():
             raise RuntimeError(f"shard {self._path} exists already")
         engine = HybridIndex.build(
@@ -139,10 +140,10 @@ class ShardWorker:
         self._engine = engine
         return len(documents), self._incarnation
 
-    def add(self, documents: list[dict[str, Any]]) -> tuple[int, str]:
+    def add(self, documents: list[dict[str, Any]]) -> tuple[list[str], str]:
         return self._writable().add(documents), self._incarnation
 
-    def upsert(self, documents: list[dict[str, Any]]) -> tuple[int, str]:
+    def upsert(self, documents: list[dict[str, Any]]) -> tuple[list[str], str]:
         return self._writable().upsert(documents), self._incarnation
 
     def holds(self, ids: list[str]) -> tuple[list[bool], str]:

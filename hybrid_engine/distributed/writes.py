@@ -22,6 +22,7 @@ from hybrid_engine.distributed.documents import routed
 from hybrid_engine.distributed.partition import group_by_shard
 from hybrid_engine.distributed.statistics import collection_counts
 from hybrid_engine.errors import DuplicateIdError, UnknownIdError
+from hybrid_engine.ids import check_ids
 
 KEPT_GENERATIONS = 4
 """Generations whose statistics the coordinator keeps to prepare a restarted shard again
@@ -70,9 +71,10 @@ class ShardWrites:
 
     # -- staging ------------------------------------------------------------------------------
 
-    def stage(self, documents: Iterable[Document], *, replace: bool) -> int:
+    def stage(self, documents: Iterable[Document], *, replace: bool) -> list[str]:
         """Stage ``documents`` on their shards (``upsert`` with ``replace``, else ``add``:
-        an id in the index or staged is a ``DuplicateIdError`` and nothing is staged)."""
+        an id in the index or staged is a ``DuplicateIdError`` and nothing is staged); their
+        ids, in order."""
         with self._lock:
             docs = routed(list(documents), itertools.count(self._next_seq))
             groups = group_by_shard([d["_id"] for d in docs], self._n)
@@ -83,20 +85,16 @@ class ShardWrites:
                         "upsert to replace it. Nothing was staged"
                     )
             args = [([docs[i] for i in g],) if g else None for g in groups]
-            staged = self._write("upsert" if replace else "add", args)
+            self._write("upsert" if replace else "add", args)
             self._next_seq += len(docs)
-            return sum(n for n in staged if n is not None)
+            return [d["_id"] for d in docs]
 
-    def delete(self, ids: Iterable[str], *, missing_ok: bool) -> int:
-        """Stage deletions by id; an unknown id is an ``UnknownIdError`` unless
-        ``missing_ok``, and nothing is staged then."""
-        if isinstance(ids, str):
-            raise TypeError(f"ids must be an iterable of str, got the str {ids!r}; use [{ids!r}]")
+    def delete(self, ids: Iterable[str | int], *, missing_ok: bool) -> int:
+        """Stage deletions by id (``ids.check_ids``: an ``int`` is its decimal string); an
+        unknown id is an ``UnknownIdError`` unless ``missing_ok``, and nothing is staged
+        then."""
+        ids = check_ids(ids)
         with self._lock:
-            ids = list(ids)
-            bad = [doc_id for doc_id in ids if not isinstance(doc_id, str)]
-            if bad:
-                raise TypeError(f"ids must be str, got {type(bad[0]).__name__} ({bad[0]!r})")
             groups = group_by_shard(ids, self._n)
             if not missing_ok:
                 unknown = self._held(ids, groups, held=False)

@@ -13,7 +13,6 @@ Needs the ``langchain`` extra (``pip install 'hybrid-engine[langchain]'``).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -141,8 +140,8 @@ class HybridVectorStore(VectorStore):
             One per text: its metadata fields (values as docs/filters.md allows; the keys
             ``RESERVED_KEYS`` are refused, since returned documents set them).
         ids : list of str or None, optional
-            One per text; a missing list, or a None in it, gets a new UUID4 string. A text
-            whose id is in the index replaces that document.
+            One per text; a missing list, or a None in it, gets a new UUID4 string from the
+            engine (``ids.new_id``). A text whose id is in the index replaces that document.
         **kwargs
             Passed to ``HybridIndex.commit`` (``embedding_cache``, ``num_threads``,
             ``show_progress``).
@@ -158,10 +157,9 @@ class HybridVectorStore(VectorStore):
             ``metadatas`` or ``ids`` of another length than ``texts``, a reserved metadata
             key, or what ``HybridIndex.upsert`` raises (nothing is staged then).
         """
-        documents, ids = _documents(texts, metadatas, ids)
-        self.engine.upsert(documents)
+        staged = self.engine.upsert(_documents(texts, metadatas, ids))
         self.engine.commit(**kwargs)
-        return ids
+        return staged
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Delete documents by id and commit.
@@ -276,31 +274,35 @@ class HybridVectorStore(VectorStore):
             )
         if not texts:
             raise ValueError("from_texts needs at least one text")
-        documents, _ = _documents(texts, metadatas, ids)
-        return cls(HybridIndex.build(documents, **kwargs))
+        return cls(HybridIndex.build(_documents(texts, metadatas, ids), **kwargs))
 
 
 def _documents(
     texts: Iterable[str],
     metadatas: Sequence[Mapping[str, Any] | None] | None,
     ids: Sequence[str | None] | None,
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Engine documents (no title) of texts, and their ids (a UUID4 string for a missing
-    one); the checks of ``HybridVectorStore.add_texts``."""
+) -> list[dict[str, Any]]:
+    """Engine documents (no title) of texts, without ``_id`` where ``ids`` has none (the
+    engine gives those a UUID4 string); the checks of ``HybridVectorStore.add_texts``."""
     texts = list(texts)
     metadata_list = [None] * len(texts) if metadatas is None else list(metadatas)
     id_list = [None] * len(texts) if ids is None else list(ids)
     for name, given in (("metadatas", metadata_list), ("ids", id_list)):
         if len(given) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(given)} {name}; give one per text")
-    chosen = [str(uuid.uuid4()) if i is None else i for i in id_list]
     documents = []
-    for doc_id, text, metadata in zip(chosen, texts, metadata_list, strict=True):
+    for position, (doc_id, text, metadata) in enumerate(
+        zip(id_list, texts, metadata_list, strict=True)
+    ):
         reserved = sorted(set(metadata or {}) & set(RESERVED_KEYS))
         if reserved:
+            named = f"document {doc_id!r}" if doc_id is not None else f"text {position + 1}"
             raise ValueError(
-                f"document {doc_id!r} has metadata keys {reserved}, which returned documents "
-                "set from the hit; rename those fields"
+                f"{named} has metadata keys {reserved}, which returned documents set from the "
+                "hit; rename those fields"
             )
-        documents.append({"_id": doc_id, "text": text, "metadata": dict(metadata or {})})
-    return documents, chosen
+        document: dict[str, Any] = {"text": text, "metadata": dict(metadata or {})}
+        if doc_id is not None:
+            document["_id"] = doc_id
+        documents.append(document)
+    return documents

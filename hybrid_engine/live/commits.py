@@ -57,7 +57,15 @@ class SegmentEntry:
 @dataclass(frozen=True)
 class CommitPoint:
     """A committed state: its generation, the engine settings (``EngineConfig.to_dict``), the
-    segments in order, and the counters that name new segments and ids."""
+    segments in order, and the counter that names new segments.
+
+    ``next_id`` is no longer used: ids of documents without ``_id`` were once ``str`` of this
+    counter, and collided with ids users chose (issue 24); they are random now
+    (``ids.new_id``). The key is still written, as a number at least the last one written
+    and the count of documents in the segments, because earlier releases reading this
+    format version require it (and would hand out ids from it); it is read when present and
+    ignored.
+    """
 
     generation: int
     config: dict[str, Any]
@@ -118,7 +126,7 @@ def read_commit(path: Path) -> CommitPoint:
             config=dict(values["config"]),
             segments=tuple(SegmentEntry(**entry) for entry in values["segments"]),
             next_segment=int(values["next_segment"]),
-            next_id=int(values["next_id"]),
+            next_id=int(values.get("next_id", 0)),
         )
     except IndexFormatError:
         raise

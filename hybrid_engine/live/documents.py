@@ -12,6 +12,7 @@ those of ``metadata.MetadataColumns``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 
 from hybrid_engine.corpus import Document, document_text, document_title
 from hybrid_engine.errors import DuplicateIdError
-from hybrid_engine.ids import new_id
+from hybrid_engine.ids import MAX_ID_CHARS, new_id
 from hybrid_engine.metadata import MetadataColumns
 from hybrid_engine.packed import PackedStrings
 
@@ -43,38 +44,56 @@ class LiveDocuments:
         return len(self.ids)
 
     @classmethod
-    def from_documents(cls, documents: Iterable[Document]) -> tuple[LiveDocuments, list[str]]:
-        """The documents read from ``documents``, and their ids in order.
+    def from_documents(
+        cls, documents: Iterable[Document], *, positions: bool = False
+    ) -> tuple[LiveDocuments, list[str]]:
+        """The documents read from ``documents``, every one checked, and their ids in order.
 
-        A document without ``_id`` gets a new random one (``ids.new_id``), which never
-        collides with an id a user chose.
+        What a commit would refuse is refused here, so that staging a document (``add``,
+        ``upsert``) fails at once rather than every later commit: a document with neither
+        title nor text, a title or text that is not valid Unicode, a bad id or metadata
+        value. Messages name the document by its ``_id`` and its 1-based number among
+        ``documents``. A document without ``_id`` gets a new random one (``ids.new_id``),
+        which never collides with an id a user chose; with ``positions``, its 0-based
+        position instead (as legs built apart name such documents, ``DocIds``).
 
         Raises
         ------
         TypeError, ValueError
-            A malformed document or metadata value (the message names the position), or an
-            id given twice (named).
+            A malformed document, id or metadata value, or a document with nothing to index
+            (the message names it), or an id given twice (named).
         """
+        if isinstance(documents, (str, bytes, Mapping)):
+            raise TypeError(
+                f"documents must be an iterable of documents, got a single "
+                f"{type(documents).__name__}; wrap it in a list"
+            )
         ids: list[str] = []
+        given: list[str | None] = []  # the ids as given, None where none
         texts: list[str] = []
         titles: list[str] = []
         records: list[dict[str, Any] | None] = []
         seen: set[str] = set()
         for position, doc in enumerate(documents):
-            text, doc_id = document_text(doc, position)
-            doc_id = doc_id if doc_id is not None else new_id()
+            name = document_name(_given_id(doc), position)
+            text, doc_id = document_text(doc, position, name=name)
+            check_indexable(text, doc_id, position)
+            given.append(doc_id)
+            if doc_id is None:
+                doc_id = str(position) if positions else new_id()
             if doc_id in seen:
                 raise DuplicateIdError(f"document id {doc_id!r} is given twice; ids must be unique")
             seen.add(doc_id)
             ids.append(doc_id)
             texts.append(text)
             titles.append(document_title(doc))
-            records.append(document_metadata(doc, position))
+            records.append(document_metadata(doc, position, name=name))
+        metadata = _metadata_columns(records, given)
         docs = cls(
             PackedStrings.from_strings(ids),
             PackedStrings.from_strings(texts),
             PackedStrings.from_strings(titles),
-            MetadataColumns.from_records(records),
+            metadata,
         )
         return docs, ids
 
@@ -130,9 +149,52 @@ class LiveDocuments:
         )
 
 
-def document_metadata(doc: Document, position: int) -> dict[str, Any] | None:
+def document_name(doc_id: str | None, position: int) -> str:
+    """How a message names document ``position`` (0-based) of those given: by its ``_id``
+    and 1-based number, ``"document 'e1' (number 4 of those given)"``, or by the number
+    alone when it has no (valid) ``_id``, ``"document number 4"``."""
+    return "".join(_name_parts(doc_id, position))
+
+
+def check_indexable(text: str, doc_id: str | None, position: int) -> None:
+    """Refuse an indexed ``text`` (title and text) that a leg would refuse at commit: blank
+    (nothing to index or embed), or not valid Unicode (a lone surrogate, which the analyzer
+    and the tokenizers cannot read).
+
+    Raises
+    ------
+    ValueError
+        Naming the document as ``document_name`` does, e.g. ``"document '471' has no title
+        and no text (number 472 of those given)"``, and the fix.
+    """
+    subject, number = _name_parts(doc_id, position)
+    if not text.strip():
+        raise ValueError(
+            f"{subject} has no title and no text{number}; give it a title or a text, or leave "
+            "it out"
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{subject} is not valid Unicode{number}: its title or text holds a lone "
+            "surrogate; clean it first, e.g. text.encode('utf-8', 'replace').decode()"
+        ) from None
+
+
+def _name_parts(doc_id: str | None, position: int) -> tuple[str, str]:
+    """``document_name`` as the subject of a message and the number that follows it."""
+    if doc_id is None:
+        return f"document number {position + 1}", ""
+    return f"document {doc_id!r}", f" (number {position + 1} of those given)"
+
+
+def document_metadata(
+    doc: Document, position: int, *, name: str | None = None
+) -> dict[str, Any] | None:
     """The metadata fields of one document: its ``"metadata"`` dict and its other top-level
-    keys (``DOCUMENT_KEYS`` aside); None when it has none.
+    keys (``DOCUMENT_KEYS`` aside); None when it has none. Messages name the document
+    ``"document <position>"``, or ``name`` when given (``document_name``).
 
     Raises
     ------
@@ -143,11 +205,11 @@ def document_metadata(doc: Document, position: int) -> dict[str, Any] | None:
     """
     if not isinstance(doc, Mapping):
         return None
+    name = name or f"document {position}"
     nested = doc.get("metadata")
     if nested is not None and not isinstance(nested, Mapping):
         raise TypeError(
-            f"document {position} has 'metadata' of type {type(nested).__name__}; give a dict "
-            "of field to value"
+            f"{name} has 'metadata' of type {type(nested).__name__}; give a dict of field to value"
         )
     fields = dict(nested or {})
     for key, value in doc.items():
@@ -155,8 +217,47 @@ def document_metadata(doc: Document, position: int) -> dict[str, Any] | None:
             continue
         if key in fields:
             raise ValueError(
-                f"document {position} gives metadata field {key!r} both at the top level and "
-                "in 'metadata'; keep one"
+                f"{name} gives metadata field {key!r} both at the top level and in 'metadata'; "
+                "keep one"
             )
         fields[key] = value
     return fields or None
+
+
+def _given_id(doc: Document) -> str | None:
+    """The document's ``_id`` as messages show it, before it is checked: an ``int`` as
+    text, a printable ``str`` of at most ``MAX_ID_CHARS`` characters without surrounding
+    whitespace as it is; else None, and a message names the document by its number."""
+    doc_id = doc.get("_id") if isinstance(doc, Mapping) else None
+    if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+        return str(doc_id)
+    if (
+        isinstance(doc_id, str)
+        and 0 < len(doc_id) <= MAX_ID_CHARS
+        and doc_id.isprintable()
+        and doc_id == doc_id.strip()
+    ):
+        return doc_id
+    return None
+
+
+_SINGLE_DOCUMENT = re.compile(r"^document 0[:,] ")
+"""The name ``MetadataColumns.from_records`` gives the only document of a batch of one."""
+
+
+def _metadata_columns(
+    records: Sequence[dict[str, Any] | None], ids: Sequence[str | None]
+) -> MetadataColumns:
+    """The columns of ``records``; on a bad value, the error names the document by its
+    given ``_id`` (``ids``, None where none was given) and number, and the field."""
+    try:
+        return MetadataColumns.from_records(records)
+    except (TypeError, ValueError) as batch_error:
+        for position, record in enumerate(records):
+            try:
+                MetadataColumns.from_records([record])
+            except (TypeError, ValueError) as exc:
+                detail = _SINGLE_DOCUMENT.sub("", str(exc))
+                name = document_name(ids[position], position)
+                raise type(exc)(f"{name}: {detail}") from None
+        raise batch_error

@@ -24,6 +24,7 @@ import numpy as np
 from hybrid_engine.corpus import DocIds
 from hybrid_engine.dense.index import DenseIndex, joined_exact
 from hybrid_engine.errors import UnknownIdError
+from hybrid_engine.ids import check_ids
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.lexical.statistics import CollectionStats
 from hybrid_engine.live.segment import Segment
@@ -198,24 +199,21 @@ class Snapshot:
     def hit(self, position: int, score: float) -> Hit:
         return self._hit(*self._one(position), score)
 
-    def get(self, ids: Iterable[str], *, missing_ok: bool) -> list[Hit]:
+    def get(self, ids: Iterable[str | int], *, missing_ok: bool) -> list[Hit]:
         """The live documents with ``ids``, in that order, as hits of score NaN.
 
         Raises
         ------
-        TypeError
-            ``ids`` is a single ``str``, or holds something other than ``str``.
+        TypeError, ValueError
+            ``ids`` is a single id, or holds something that is no id (``ids.check_ids``: an
+            ``int`` is its decimal string).
         UnknownIdError
             An id that no live document has (the first one named), unless ``missing_ok``:
             then it is left out.
         """
-        if isinstance(ids, str):
-            raise TypeError(f"ids must be an iterable of str, got the str {ids!r}; use [{ids!r}]")
         locations = self.locations()
         hits = []
-        for doc_id in ids:
-            if not isinstance(doc_id, str):
-                raise TypeError(f"ids must be str, got {type(doc_id).__name__} ({doc_id!r})")
+        for doc_id in check_ids(ids):
             where = locations.get(doc_id)
             if where is not None:
                 hits.append(self._hit(*where, math.nan))

@@ -45,7 +45,6 @@ class LiveState:
         encoder: TextEncoder | None,
         splade_encoder: SparseEncoder | None,
         next_segment: int,
-        next_id: int,
         path: Path | None = None,
         generation: int = 0,
         policy: MergePolicy | None = None,
@@ -59,7 +58,6 @@ class LiveState:
         self._term_map = TermMap()
         self._names = list(names)
         self._next_segment = next_segment
-        self._next_id = next_id
         self._lock = threading.RLock()
         self._writer: WriterLock | None = None
         self._pending = Pending()
@@ -98,16 +96,15 @@ class LiveState:
             return dropped
 
     def holds(self, ids: Sequence[str]) -> list[bool]:
-        """Whether each of ``ids`` will be live after the next commit (so far)."""
+        """Whether each of ``ids`` (checked ids, ``ids.check_ids``) will be live after the
+        next commit (so far)."""
         with self._lock:
             return [self._pending.is_live(self.snapshot, doc_id) for doc_id in ids]
 
-    def delete(self, ids: Iterable[str], *, missing_ok: bool) -> int:
+    def delete(self, ids: Sequence[str], *, missing_ok: bool) -> int:
+        """Stage the deletion of ``ids`` (checked ids, ``ids.check_ids``); how many were
+        live."""
         with self._lock:
-            ids = list(ids)
-            bad = [doc_id for doc_id in ids if not isinstance(doc_id, str)]
-            if bad:
-                raise TypeError(f"ids must be str, got {type(bad[0]).__name__} ({bad[0]!r})")
             self._take_writer_lock()
             unknown = [doc_id for doc_id in ids if not self._pending.is_live(self.snapshot, doc_id)]
             if unknown and not missing_ok:
@@ -273,7 +270,6 @@ class LiveState:
             generation=generation,
             config=self.config,
             next_segment=self._next_segment,
-            next_id=self._next_id,
         )
 
     def _live_counts(self) -> list[int]:
@@ -309,7 +305,6 @@ class LiveState:
             encoder=encoder,
             splade_encoder=splade_encoder,
             next_segment=point.next_segment,
-            next_id=point.next_id,
             path=path,
             generation=point.generation,
         )

@@ -72,18 +72,21 @@ def write_state(
     generation: int,
     config: EngineConfig,
     next_segment: int,
-    next_id: int,
 ) -> None:
     """Write commit ``generation`` of the index at ``path``: ``segments``, named ``names``,
     with live masks ``live``; the segments named in ``new`` are saved, the masks of those in
     ``changed`` (or new to the directory) written, the others' taken from the previous commit
-    point; then the commit point, and what it no longer names is removed.
+    point; then the commit point, and what it no longer names is removed. The commit
+    point's unused ``next_id`` is carried on for earlier releases (``CommitPoint``).
 
     Only the writer (holding the lock) calls this; it raises what the writes raise (OSError).
     """
     previous = {}
+    next_id = 0
     if generation > 1:
-        previous = {e.name: e for e in commits.read_commit(path).segments}
+        last = commits.read_commit(path)
+        previous = {e.name: e for e in last.segments}
+        next_id = last.next_id
     entries = []
     for segment, mask, name in zip(segments, live, names, strict=True):
         if name in new:
@@ -99,7 +102,7 @@ def write_state(
         config=config.to_dict(),
         segments=tuple(entries),
         next_segment=next_segment,
-        next_id=next_id,
+        next_id=max(next_id, sum(entry.num_documents for entry in entries)),
     )
     commits.write_commit(path, point)
     commits.remove_unreferenced(path, point)

@@ -17,7 +17,7 @@ from typing import Any
 from hybrid_engine.chunking import Chunk, Chunker
 from hybrid_engine.corpus import DocIds, Document, document_text, document_title
 from hybrid_engine.errors import DuplicateIdError
-from hybrid_engine.live.documents import document_metadata
+from hybrid_engine.live.documents import check_indexable, document_metadata
 
 RESERVED_PREFIX = "_chunk."
 """Metadata field names starting with this are the index's own; user metadata may not use
@@ -60,8 +60,9 @@ def read_parents(docs: Iterable[Document], *, ids_required: bool) -> list[Parent
     TypeError
         ``docs`` is a single document, or a document or field has the wrong type.
     ValueError
-        A document without ``text``, a missing ``_id`` where one is required, mixed ids, a
-        user metadata field with the reserved prefix.
+        A document without ``text``, with neither title nor text, a missing or bad ``_id``
+        (``ids.check_id``; an ``int`` is taken as its decimal string) where one is required,
+        mixed ids, a user metadata field with the reserved prefix.
     DuplicateIdError
         An id given twice.
     """
@@ -71,7 +72,11 @@ def read_parents(docs: Iterable[Document], *, ids_required: bool) -> list[Parent
             "wrap it in a list"
         )
     docs = list(docs)
-    ids = [document_text(doc, position)[1] for position, doc in enumerate(docs)]
+    ids = []
+    for position, doc in enumerate(docs):
+        text, doc_id = document_text(doc, position)
+        check_indexable(text, doc_id, position)
+        ids.append(doc_id)
     if ids_required and None in ids:
         missing = ids.index(None)
         raise ValueError(
@@ -94,7 +99,7 @@ def read_parents(docs: Iterable[Document], *, ids_required: bool) -> list[Parent
                 f"starting with {RESERVED_PREFIX!r} are reserved for the parent-document "
                 "index's own bookkeeping; rename the field"
             )
-        text = doc if isinstance(doc, str) else doc["text"]
+        text = doc if isinstance(doc, str) else doc["text"] or ""
         parents.append(Parent(doc_id, document_title(doc), text, metadata))
     return parents
 
@@ -102,9 +107,9 @@ def read_parents(docs: Iterable[Document], *, ids_required: bool) -> list[Parent
 def chunk_documents(parent: Parent, chunker: Chunker) -> list[dict[str, Any]]:
     """The live documents of ``parent``'s chunks, in position order.
 
-    A blank text gives no chunk in the chunker; its parent becomes one chunk of the whole
-    text (so the inner engine sees it, and refuses it as it refuses blank documents where it
-    encodes them).
+    A blank text gives no chunk in the chunker; its parent (which has a title:
+    ``read_parents`` refuses one with neither) becomes one chunk of the whole text, indexed
+    by its title.
     """
     chunks = chunker.chunk(parent.text, parent.id)
     if not chunks:

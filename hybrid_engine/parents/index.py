@@ -15,6 +15,7 @@ from hybrid_engine.checks import check_int
 from hybrid_engine.chunking import Chunker
 from hybrid_engine.corpus import Document
 from hybrid_engine.errors import DuplicateIdError, IndexFormatError, UnknownIdError
+from hybrid_engine.ids import check_ids
 from hybrid_engine.parents.aggregate import aggregate_parents, check_aggregate, merge_spans
 from hybrid_engine.parents.context import pack_context
 from hybrid_engine.parents.fields import (
@@ -141,13 +142,14 @@ class ParentDocumentIndex:
 
     # -- changes ------------------------------------------------------------------------------
 
-    def add(self, documents: Iterable[Document]) -> int:
-        """Stage new parent documents (each needs an ``_id``); ``commit`` makes them searchable.
+    def add(self, documents: Iterable[Document]) -> list[str]:
+        """Stage new parent documents (each needs an ``_id``: a ``str``, or an ``int`` taken
+        as its decimal string); ``commit`` makes them searchable.
 
         Returns
         -------
-        int
-            Parents staged.
+        list of str
+            The ids of the parents staged, in order.
 
         Raises
         ------
@@ -155,7 +157,8 @@ class ParentDocumentIndex:
             A parent id already in the index or staged (use ``upsert``), or given twice.
             Nothing is staged on an error.
         ValueError, TypeError
-            A document without ``_id``, a bad document or metadata value.
+            A document without ``_id`` or with a bad one (``ids.check_id``), one with
+            neither title nor text, a bad document or metadata value.
         """
         parents = read_parents(documents, ids_required=True)
         for parent in parents:
@@ -167,16 +170,16 @@ class ParentDocumentIndex:
         staged = {parent.id: chunk_documents(parent, self._chunker) for parent in parents}
         self._engine.add([doc for chunks in staged.values() for doc in chunks])
         self._staged.update({parent: len(chunks) for parent, chunks in staged.items()})
-        return len(parents)
+        return list(staged)
 
-    def upsert(self, documents: Iterable[Document]) -> int:
+    def upsert(self, documents: Iterable[Document]) -> list[str]:
         """Stage parent documents, replacing every chunk of those already in the index (a
         parent whose new text has fewer chunks loses the others); as ``add`` otherwise.
 
         Returns
         -------
-        int
-            Parents staged.
+        list of str
+            The ids of the parents staged, in order.
         """
         parents = read_parents(documents, ids_required=True)
         staged = {parent.id: chunk_documents(parent, self._chunker) for parent in parents}
@@ -188,9 +191,9 @@ class ParentDocumentIndex:
         self._engine.upsert([doc for chunks in staged.values() for doc in chunks])
         self._engine.delete(stale)
         self._staged.update({parent: len(chunks) for parent, chunks in staged.items()})
-        return len(parents)
+        return list(staged)
 
-    def delete(self, ids: Iterable[str], *, missing_ok: bool = False) -> int:
+    def delete(self, ids: Iterable[str | int], *, missing_ok: bool = False) -> int:
         """Stage the deletion of parent documents (all their chunks) by id.
 
         Returns
@@ -204,15 +207,12 @@ class ParentDocumentIndex:
             A ``KeyError`` naming the first id that is neither in the index nor staged,
             unless ``missing_ok`` (then unknown ids are skipped). Nothing is staged on an
             error.
-        TypeError
-            ``ids`` is a single ``str``, or holds something other than ``str``.
+        TypeError, ValueError
+            ``ids`` is a single id, or holds something that is no id (``ids.check_ids``: an
+            ``int`` is its decimal string).
         """
-        if isinstance(ids, str):
-            raise TypeError(f"ids must be an iterable of str, got the str {ids!r}; use [{ids!r}]")
         parents: dict[str, int] = {}
-        for parent in ids:
-            if not isinstance(parent, str):
-                raise TypeError(f"ids must be str, got {type(parent).__name__} ({parent!r})")
+        for parent in check_ids(ids):
             count = self._chunks_of(parent)
             if count:
                 parents[parent] = count

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from hybrid_engine.checks import check_queries, check_texts
+from hybrid_engine.checks import check_queries
 from hybrid_engine.corpus import DocIds, Document, document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
@@ -104,9 +104,10 @@ class HybridIndex(Lifecycle, EngineAttributes):
         Parameters
         ----------
         corpus : iterable of str or dict
-            Documents as in ``BM25Index.build``; read into memory once (every retriever
-            indexes the same documents). Every document needs some text when ``"dense"`` or
-            ``"splade"`` is used.
+            Documents as ``add`` takes them (ids, titles, metadata); read into memory once
+            (every retriever indexes the same documents). Every document needs a title or
+            a text (a title alone is indexed); a document without ``_id`` gets a new random
+            one (``ids.new_id``).
         retrievers : sequence of {"bm25", "dense", "splade"}
             Any of them; legs are kept in the order of ``legs.RETRIEVERS`` whatever the order
             here. Default ``legs.DEFAULT_RETRIEVERS``.
@@ -137,18 +138,18 @@ class HybridIndex(Lifecycle, EngineAttributes):
         ------
         ValueError
             No or unknown retrievers, both ``stack`` and ``retrievers``, options for a
-            retriever not chosen, or what the retrievers' ``build`` raises.
+            retriever not chosen, a document ``add`` would refuse (one with neither title
+            nor text, a bad id or metadata value: the message names its ``_id`` and its
+            1-based number in ``corpus``), or what the retrievers' ``build`` raises.
         TypeError
             Options that are not a dict or have a key outside the valid ones (the message
-            lists them), or what the retrievers' ``build`` raises.
+            lists them), a document or value of the wrong type, or what the retrievers'
+            ``build`` raises.
         """
         chosen = check_retrievers(build_retrievers(stack, retrievers))
-        documents = list(corpus)
-        docs, _ = LiveDocuments.from_documents(documents)
+        docs, _ = LiveDocuments.from_documents(corpus)  # every document checked, as add does
         if not len(docs):
             raise ValueError("the corpus is empty; give at least one document")
-        if "dense" in chosen or "splade" in chosen:
-            check_texts(list(docs.texts), "document")  # blank documents fail before encoding
         config, encoder, splade_encoder = engine_config(
             chosen,
             bm25_options=bm25_options,
@@ -200,7 +201,7 @@ class HybridIndex(Lifecycle, EngineAttributes):
         ValueError
             No leg, a leg holding other documents than ``corpus`` (another count, ids, or id
             order: the message names the first difference), a dense leg without encoder, or
-            what reading ``corpus`` raises.
+            a document ``build`` refuses (one with neither title nor text, a bad id...).
         TypeError
             A leg of the wrong class, or a document that is not ``str`` or a dict of ``str``.
         """
@@ -208,7 +209,7 @@ class HybridIndex(Lifecycle, EngineAttributes):
         legs = Legs(bm25, dense, splade)
         ids = [document_text(doc, i)[1] for i, doc in enumerate(corpus)]
         check_legs(legs, DocIds.from_list(ids))
-        docs, _ = LiveDocuments.from_documents(corpus)
+        docs, _ = LiveDocuments.from_documents(corpus, positions=True)  # the legs' ids
         config = leg_config(legs)
         encoder = dense.encoder if dense is not None else None
         splade_encoder = splade.encoder if splade is not None else None
@@ -417,5 +418,4 @@ def _single(
         encoder=encoder,
         splade_encoder=splade_encoder,
         next_segment=1,
-        next_id=len(segment),
     )

@@ -112,13 +112,14 @@ class EngineAttributes:
         positions until a merge; results never hold them)."""
         return self._snapshot.doc_ids
 
-    def get(self, ids: Iterable[str], *, missing_ok: bool = False) -> list[Hit]:
+    def get(self, ids: Iterable[str | int], *, missing_ok: bool = False) -> list[Hit]:
         """The documents of the last commit with these ids, in the order of ``ids``.
 
         Parameters
         ----------
-        ids : iterable of str
-            Document ids; an id given twice comes back twice. Staged documents (added or
+        ids : iterable of str or int
+            Document ids (``ids.check_ids``: an ``int`` is its decimal string); an id given
+            twice comes back twice. Staged documents (added or
             upserted since the last commit) are not seen, as searches do not see them.
         missing_ok : bool
             Leave out the ids no live document has, instead of raising.
@@ -133,9 +134,9 @@ class EngineAttributes:
         ------
         UnknownIdError
             A ``KeyError`` naming the first id not in the last commit, unless ``missing_ok``.
-        TypeError
-            ``ids`` is a single ``str`` (wrap it in a list), or holds something other than
-            ``str``.
+        TypeError, ValueError
+            ``ids`` is a single id (wrap it in a list), or holds something that is no id
+            (``ids.check_id``).
 
         Notes
         -----

@@ -12,6 +12,7 @@ from typing import Any, TypeVar, cast
 from hybrid_engine.corpus import Document
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.errors import DegradedEngineError, PinnedEngineError
+from hybrid_engine.ids import check_ids
 from hybrid_engine.live.pending import StagedChanges
 from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.live.state import LiveState
@@ -53,12 +54,19 @@ class Lifecycle:
     def add(self, documents: Iterable[Document]) -> list[str]:
         """Stage new documents; ``commit`` makes them searchable.
 
+        Every document is checked here, so that what a commit would refuse is refused now,
+        with nothing staged: a later ``commit`` of valid documents never fails because of
+        this call.
+
         Parameters
         ----------
         documents : iterable of dict or str
             ``{"_id", "title", "text", "metadata"}`` dicts (``live.documents``: other
-            top-level keys are metadata fields too). A document without ``_id`` gets a new
-            random id (a UUID4, ``ids.new_id``), which never collides with one you chose.
+            top-level keys are metadata fields too). ``_id`` follows ``ids.check_id``'s rule:
+            a ``str`` of 1 to 512 characters without surrounding whitespace or control
+            characters, or an ``int`` (taken as its decimal string). A document without
+            ``_id`` gets a new random id (a UUID4, ``ids.new_id``), which never collides with
+            one you chose. A title with an empty text is indexed by its title.
 
         Returns
         -------
@@ -67,53 +75,68 @@ class Lifecycle:
 
         Raises
         ------
-        ValueError
-            An id already in the index or staged (named; use ``upsert``), an id given twice,
-            a bad document or metadata value. Nothing is staged then.
+        DuplicateIdError
+            A ``ValueError``: an id already in the index or staged (named; use ``upsert``),
+            or an id given twice.
+        ValueError, TypeError
+            A document with neither title nor text, a title or text that is not valid
+            Unicode, a bad id, a bad document or metadata value: the message names the
+            document by its ``_id`` and its 1-based number among ``documents``.
+        PinnedEngineError, DegradedEngineError
+            This engine cannot change the index.
+
+        Nothing is staged on an error.
         """
         self._check_writable()
         return self._state.add(documents, replace=False)
 
     def upsert(self, documents: Iterable[Document]) -> list[str]:
         """Stage documents, replacing those whose ids are already in the index (as ``add``
-        otherwise, the staged ids returned). A replaced document moves to the end of the
-        collection's order."""
+        otherwise: the same checks, the staged ids returned). A replaced document moves to
+        the end of the collection's order. A document without ``_id`` gets a new id, so it
+        never replaces one."""
         self._check_writable()
         return self._state.add(documents, replace=True)
 
-    def delete(self, ids: Iterable[str], *, missing_ok: bool = False) -> int:
+    def delete(self, ids: Iterable[str | int], *, missing_ok: bool = False) -> int:
         """Stage the deletion of documents by id; ``commit`` makes it visible.
 
-        Raises
-        ------
-        UnknownIdError
-            A ``KeyError``: ids not in the index (nor staged), unless ``missing_ok``: then
-            they are skipped. Nothing is staged on an error.
+        Parameters
+        ----------
+        ids : iterable of str or int
+            Document ids (``ids.check_ids``: an ``int`` is its decimal string).
+        missing_ok : bool
+            Skip the ids not in the index (nor staged) instead of raising.
 
         Returns
         -------
         int
             Documents deleted.
+
+        Raises
+        ------
+        UnknownIdError
+            A ``KeyError``: ids not in the index (nor staged), unless ``missing_ok``: then
+            they are skipped.
+        TypeError, ValueError
+            ``ids`` is a single id, or holds something that is no id (``ids.check_id``).
+
+        Nothing is staged on an error.
         """
         self._check_writable()
-        return self._state.delete(ids, missing_ok=missing_ok)
+        return self._state.delete(check_ids(ids), missing_ok=missing_ok)
 
-    def holds(self, ids: Iterable[str]) -> list[bool]:
+    def holds(self, ids: Iterable[str | int]) -> list[bool]:
         """Whether each of ``ids`` will be live after the next commit, as things are staged
         now: committed and not staged for deletion, or staged by ``add``/``upsert``.
 
         Raises
         ------
-        TypeError
-            ``ids`` is a single ``str``, or holds something other than ``str``.
+        TypeError, ValueError
+            ``ids`` is a single id, or holds something that is no id (``ids.check_id``: an
+            ``int`` is its decimal string).
         """
-        if isinstance(ids, str):
-            raise TypeError(f"ids must be an iterable of str, got the str {ids!r}; use [{ids!r}]")
-        ids = list(ids)
-        bad = [doc_id for doc_id in ids if not isinstance(doc_id, str)]
-        if bad:
-            raise TypeError(f"ids must be str, got {type(bad[0]).__name__} ({bad[0]!r})")
-        return self._state.holds(ids)
+        return self._state.holds(check_ids(ids))
 
     def commit(
         self,
