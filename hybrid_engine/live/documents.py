@@ -7,7 +7,12 @@ A document given to the live engine is a dict::
 (``title`` and ``metadata`` optional; a plain ``str`` is a text without id, title or
 metadata). Every other top-level key of the dict is taken as a metadata field too, so a BEIR
 corpus line's extra fields are filterable; a key given both ways is an error. Values are
-those of ``metadata.MetadataColumns``.
+those of ``metadata.MetadataColumns``. ``_id`` follows ``ids.check_id``; a document needs a
+title or a text.
+
+Every document is checked when it is read (``LiveDocuments.from_documents``), before anything
+is staged or built, so that a commit never meets a document it cannot index; errors name the
+document by its ``_id`` and its 1-based number (``document_name``).
 """
 
 from __future__ import annotations
