@@ -14,16 +14,19 @@ import numpy as np
 import pytest
 from dense_oracle import HashingEncoder
 from live_oracle import QUERIES, document, live_documents, new_engine
+from tokenizers import Tokenizer
 
 from hybrid_engine import (
     DegradedEngineError,
     DegradedWarning,
     DuplicateIdError,
     Encoder,
+    ParentDocumentIndex,
     PinnedEngineError,
     StagedChanges,
     UnknownIdError,
 )
+from hybrid_engine.chunking import Chunker
 from hybrid_engine.pipeline.engine import HybridIndex
 
 
@@ -340,3 +343,26 @@ def test_commit_points_keep_next_id_for_earlier_releases_and_load_without_it(
     point.write_text(json.dumps(values), encoding="utf-8")
     again = HybridIndex.load(tmp_path / "live", encoder=HashingEncoder())
     assert len(again) == 8 and again.holds(["d7"]) == [True]
+
+
+def test_parent_documents_follow_the_same_rules(model_path: Path) -> None:
+    """A parent with neither title nor text is refused naming the parent (not its chunk), one
+    with a title alone is found by it, and ids follow the one rule; ``add``/``upsert`` return
+    the parent ids staged."""
+    tokenizer = Tokenizer.from_file(str(model_path / "tokenizer.json"))
+    tokenizer.no_truncation()
+    chunker = Chunker(tokenizer, max_tokens=12, overlap_tokens=5)
+    docs = [{**document(i), "metadata": {}} for i in range(4)]
+    index = ParentDocumentIndex.build(
+        docs, chunker=chunker, retrievers=("bm25",), encoder=HashingEncoder()
+    )
+    for write in (index.add, index.upsert):
+        with pytest.raises(ValueError, match=r"^document 'p9' has no title and no text"):
+            write([{"_id": "p9", "title": "", "text": "  "}])
+        with pytest.raises(ValueError, match="is empty"):
+            write([{"_id": "", "text": "river"}])
+    assert index.add([{"_id": 7, "title": "Flutter of a swept wing", "text": ""}]) == ["7"]
+    assert index.upsert([document(1, version=1)]) == ["d1"]
+    index.commit()
+    assert index.search(["flutter"], 1).ids == [["7"]]
+    assert index.delete([7]) == 1
