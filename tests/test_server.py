@@ -117,7 +117,8 @@ def test_documents_then_commit_make_them_searchable(
 ) -> None:
     http = client(server, engine)
     new = [{**document(i), "text": f"zebra {i} giraffe"} for i in range(40, 43)]
-    assert http.post("/documents", json={"documents": new}).json() == {"staged": 3}
+    staged = http.post("/documents", json={"documents": new}).json()
+    assert staged == {"staged": 3, "ids": ["d40", "d41", "d42"]}
     query = {"query": "zebra giraffe", "k": 3}
     before = {h["id"] for h in got_hits(http.post("/search", json=query))[0]}
     assert not before & {"d40", "d41", "d42"}  # staged, not committed
@@ -137,7 +138,10 @@ def test_add_of_an_indexed_id_is_409_and_upsert_replaces_it(
     refused = http.post("/documents", json=again)
     assert refused.status_code == 409
     assert "'d1'" in refused.json()["detail"] and "upsert" in refused.json()["detail"]
-    assert http.post("/documents", json={**again, "upsert": True}).json() == {"staged": 1}
+    assert http.post("/documents", json={**again, "upsert": True}).json() == {
+        "staged": 1,
+        "ids": ["d1"],
+    }
     http.post("/commit")
     replaced = [d for d in live_documents(engine) if d["_id"] == "d1"]
     assert replaced == [document(1, version=2)]
@@ -148,8 +152,11 @@ def test_delete_an_unknown_id_is_404_naming_it(server: ModuleType, engine: Hybri
     response = http.request("DELETE", "/documents", json={"ids": ["d2", "nope"]})
     assert response.status_code == 404
     assert "'nope'" in response.json()["detail"]
-    skipped = {"ids": ["d2", "nope"], "missing_ok": True}
-    assert http.request("DELETE", "/documents", json=skipped).json() == {"staged": 1}
+    skipped = {"ids": ["d2", "nope", "d2"], "missing_ok": True}
+    assert http.request("DELETE", "/documents", json=skipped).json() == {
+        "staged": 1,
+        "ids": ["d2"],
+    }
     http.post("/commit")
     assert len(engine) == 29
     hits = got_hits(http.post("/search", json={"queries": QUERIES, "k": 30}))
@@ -175,6 +182,7 @@ def test_health_names_retrievers_documents_and_segments(
         "retrievers": ["bm25", "dense"],
         "documents": 30,
         "segments": 1,
+        "staged": {"added": 0, "deleted": 0},
     }
 
 
@@ -204,6 +212,11 @@ def test_the_api_key_is_enforced_when_set(server: ModuleType, engine: HybridInde
     assert http.post("/commit").status_code == 401
     assert http.get("/metrics").status_code == 401
     assert http.get("/health").status_code == 200
+    for path in ("/docs", "/redoc", "/openapi.json", "/stats", "/documents/d1"):
+        assert http.get(path).status_code == 401, path
+        assert http.get(path, headers={"X-API-Key": "s3cret"}).status_code == 200, path
+    assert http.post("/rollback").status_code == 401
+    assert http.get("/openapi.json", headers={"X-API-Key": "s3cret"}).json() == http.app.openapi()
     with pytest.raises(ValueError, match="api_key is empty"):
         server.create_app(engine, api_key="")
 
