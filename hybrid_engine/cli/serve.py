@@ -127,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
                 batching=batching,
             )
             host, port = sock.getsockname()[:2]
+            host = f"[{host}]" if ":" in host else host  # IPv6, as URLs write it
             print(
                 f"hybrid-engine serve: serving {args.index} on http://{host}:{port} "
                 "(stop with Ctrl+C or SIGTERM)",

@@ -219,7 +219,6 @@ def create_app(
         "/documents/{doc_id:path}",
         dependencies=keyed,
         responses={**refused, 404: ERROR},
-        response_model_by_alias=True,
     )
     async def get_document(doc_id: DocId) -> DocumentOut:
         """The document of the last commit with this id (``get``); staged documents are not
