@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from hybrid_engine.cli._engine import (
@@ -195,6 +196,9 @@ def serve_until_stopped(server: uvicorn.Server, sock: socket.socket) -> None:
     143) before the staged changes are settled; so while serving, SIGTERM's handler is
     SIGINT's (``KeyboardInterrupt``), and both signals return here.
     """
+    if threading.current_thread() is not threading.main_thread():
+        server.run(sockets=[sock])  # only the main thread has signals (uvicorn's rule too)
+        return
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         server.run(sockets=[sock])

@@ -223,7 +223,7 @@ def create_app(
     async def get_document(doc_id: DocId) -> DocumentOut:
         """The document of the last commit with this id (``get``); staged documents are not
         seen until ``POST /commit``, as searches do not see them."""
-        found = engine.get([doc_id], missing_ok=True)
+        found = await run_in_threadpool(engine.get, [doc_id], missing_ok=True)
         if not found:
             raise HTTPException(
                 status_code=404,
