@@ -27,8 +27,9 @@ def numbered(i: int) -> dict[str, Any]:
 
 @pytest.fixture
 def users() -> list[dict[str, Any]]:
-    """Documents "1".."40" (numbered from 1, as Cranfield's are) and "1408"."""
-    return [numbered(i) for i in range(1, 41)] + [numbered(1408)]
+    """42 documents numbered "3".."43" and "1408": a counter of the documents indexed (the
+    server's ids before issue 24) would give "42", "43", "44" next, two of them a user's."""
+    return [numbered(i) for i in range(3, 44)] + [numbered(1408)]
 
 
 def test_documents_without_ids_never_take_or_replace_a_users_id(
