@@ -244,19 +244,18 @@ def create_app(
         """Drop every change staged since the last commit (``rollback``); the reply says how
         many documents to add and to delete were dropped."""
         dropped = await write(engine.rollback)
-        return RollbackResponse(dropped=StagedCounts(added=dropped.added, deleted=dropped.deleted))
+        return RollbackResponse(dropped=StagedCounts.of(dropped))
 
     @app.get("/health")
     async def get_health() -> HealthResponse:
         """The index's retrievers, live documents and segments, and the changes staged and
         not committed (no key needed)."""
-        staged = engine.staged
         return HealthResponse(
             status="ok",
             retrievers=list(engine.retrievers),
             documents=len(engine),
             segments=engine.num_segments,
-            staged=StagedCounts(added=staged.added, deleted=staged.deleted),
+            staged=StagedCounts.of(engine.staged),
         )
 
     @app.get("/stats", dependencies=keyed, responses=refused)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchem
 from pydantic.json_schema import SkipJsonSchema
 
 from hybrid_engine.ids import MAX_ID_CHARS, RULE, id_problem
+from hybrid_engine.live import StagedChanges
 from hybrid_engine.pipeline.fusion import METHODS
 
 MAX_QUERIES = 64
@@ -201,6 +202,11 @@ class StagedCounts(BaseModel):
 
     added: int
     deleted: int
+
+    @classmethod
+    def of(cls, changes: StagedChanges) -> StagedCounts:
+        """The counts of ``HybridIndex.staged`` or ``rollback()``."""
+        return cls(added=changes.added, deleted=changes.deleted)
 
 
 class RollbackResponse(BaseModel):

@@ -30,13 +30,12 @@ def index_stats(engine: HybridIndex) -> StatsResponse:
     reranker = engine.reranker
     if reranker is not None:
         models["reranker"] = {"name": reranker.name, "variant": reranker.variant}
-    staged = engine.staged
     path = engine.path
     return StatsResponse(
         documents=len(engine),
         segments=engine.num_segments,
         retrievers=list(engine.retrievers),
-        staged=StagedCounts(added=staged.added, deleted=staged.deleted),
+        staged=StagedCounts.of(engine.staged),
         generation=engine.generation,
         models=models,
         path=None if path is None else str(path),
