@@ -117,7 +117,8 @@ def test_documents_then_commit_make_them_searchable(
 ) -> None:
     http = client(server, engine)
     new = [{**document(i), "text": f"zebra {i} giraffe"} for i in range(40, 43)]
-    assert http.post("/documents", json={"documents": new}).json() == {"staged": 3}
+    staged = http.post("/documents", json={"documents": new}).json()
+    assert staged == {"staged": 3, "ids": ["d40", "d41", "d42"]}
     query = {"query": "zebra giraffe", "k": 3}
     before = {h["id"] for h in got_hits(http.post("/search", json=query))[0]}
     assert not before & {"d40", "d41", "d42"}  # staged, not committed
@@ -137,7 +138,10 @@ def test_add_of_an_indexed_id_is_409_and_upsert_replaces_it(
     refused = http.post("/documents", json=again)
     assert refused.status_code == 409
     assert "'d1'" in refused.json()["detail"] and "upsert" in refused.json()["detail"]
-    assert http.post("/documents", json={**again, "upsert": True}).json() == {"staged": 1}
+    assert http.post("/documents", json={**again, "upsert": True}).json() == {
+        "staged": 1,
+        "ids": ["d1"],
+    }
     http.post("/commit")
     replaced = [d for d in live_documents(engine) if d["_id"] == "d1"]
     assert replaced == [document(1, version=2)]
@@ -148,8 +152,11 @@ def test_delete_an_unknown_id_is_404_naming_it(server: ModuleType, engine: Hybri
     response = http.request("DELETE", "/documents", json={"ids": ["d2", "nope"]})
     assert response.status_code == 404
     assert "'nope'" in response.json()["detail"]
-    skipped = {"ids": ["d2", "nope"], "missing_ok": True}
-    assert http.request("DELETE", "/documents", json=skipped).json() == {"staged": 1}
+    skipped = {"ids": ["d2", "nope", "d2"], "missing_ok": True}
+    assert http.request("DELETE", "/documents", json=skipped).json() == {
+        "staged": 1,
+        "ids": ["d2"],
+    }
     http.post("/commit")
     assert len(engine) == 29
     hits = got_hits(http.post("/search", json={"queries": QUERIES, "k": 30}))
@@ -175,6 +182,7 @@ def test_health_names_retrievers_documents_and_segments(
         "retrievers": ["bm25", "dense"],
         "documents": 30,
         "segments": 1,
+        "staged": {"added": 0, "deleted": 0},
     }
 
 
@@ -204,6 +212,11 @@ def test_the_api_key_is_enforced_when_set(server: ModuleType, engine: HybridInde
     assert http.post("/commit").status_code == 401
     assert http.get("/metrics").status_code == 401
     assert http.get("/health").status_code == 200
+    for path in ("/docs", "/redoc", "/openapi.json", "/stats", "/documents/d1"):
+        assert http.get(path).status_code == 401, path
+        assert http.get(path, headers={"X-API-Key": "s3cret"}).status_code == 200, path
+    assert http.post("/rollback").status_code == 401
+    assert http.get("/openapi.json", headers={"X-API-Key": "s3cret"}).json() == http.app.openapi()
     with pytest.raises(ValueError, match="api_key is empty"):
         server.create_app(engine, api_key="")
 
@@ -220,9 +233,9 @@ def test_cors_is_off_unless_origins_are_given(server: ModuleType, engine: Hybrid
 def test_the_serve_command_binds_localhost_and_serves_the_loaded_index(
     server: ModuleType, engine: HybridIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import uvicorn
+    from fastapi.testclient import TestClient
 
-    from hybrid_engine.cli import main
+    from hybrid_engine.cli import build_parser, main
     from hybrid_engine.cli import serve as command
 
     loaded: dict[str, Any] = {}
@@ -231,24 +244,23 @@ def test_the_serve_command_binds_localhost_and_serves_the_loaded_index(
         loaded.update(path=path, **options)
         return engine
 
-    def run(app: Any, *, host: str, port: int) -> None:
-        from fastapi.testclient import TestClient
-
-        loaded.update(host=host, port=port)
+    def serve_until_stopped(uvicorn_server: Any, sock: Any) -> None:
+        loaded["address"] = sock.getsockname()[0]
+        app = uvicorn_server.config.app
         loaded["health"] = TestClient(app).get("/health").json()
         key = {"X-API-Key": "k"}
         loaded["search"] = TestClient(app).post("/search", json={"query": "cat"}, headers=key)
 
     monkeypatch.setattr(command, "load_engine", load_engine)
-    monkeypatch.setattr(uvicorn, "run", run)
+    monkeypatch.setattr(command, "serve_until_stopped", serve_until_stopped)
     monkeypatch.setenv(command.API_KEY_ENV, "k")
-    assert main(["serve", "my.idx"]) == 0
+    defaults = build_parser().parse_args(["serve", "my.idx"])
+    assert (defaults.host, defaults.port) == ("127.0.0.1", 8080)
+    assert main(["serve", "my.idx", "--port", "0"]) == 0
     assert loaded["path"] == "my.idx" and loaded["mmap"] is False
-    assert (loaded["host"], loaded["port"]) == ("127.0.0.1", 8080)
+    assert loaded["address"] == "127.0.0.1"
     assert loaded["health"]["documents"] == 30
     assert loaded["search"].status_code == 200
-    assert main(["serve", "my.idx", "--host", "0.0.0.0", "--port", "9000"]) == 0
-    assert (loaded["host"], loaded["port"]) == ("0.0.0.0", 9000)
 
 
 def test_serve_refuses_a_batch_max_below_one(

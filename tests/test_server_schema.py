@@ -52,8 +52,11 @@ def test_the_server_serves_the_schema_the_cases_come_from(url: str) -> None:
         "POST /search",
         "POST /documents",
         "DELETE /documents",
+        "GET /documents/{doc_id}",
         "POST /commit",
+        "POST /rollback",
         "GET /health",
+        "GET /stats",
         "GET /metrics",
     }
 

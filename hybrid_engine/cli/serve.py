@@ -1,12 +1,21 @@
 """``hybrid-engine serve INDEX``: the HTTP server (``hybrid_engine.server``) over a saved live
-index, run by uvicorn. Needs the ``serve`` extra."""
+index, run by uvicorn. Needs the ``serve`` extra.
+
+The port is bound before the index is loaded, so a bad ``--port`` or one in use is a one-line
+error at once; SIGTERM (systemd's, Docker's and Kubernetes' stop) stops the server as SIGINT
+(Ctrl+C) does: the requests under way finish, then the staged changes are committed
+(``--commit-on-shutdown``) or dropped with a warning, and the exit status is 0."""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import signal
+import socket
 import sys
-from typing import Any
+import threading
+from typing import TYPE_CHECKING, Any
 
 from hybrid_engine.cli._engine import (
     add_degraded_option,
@@ -17,8 +26,13 @@ from hybrid_engine.cli._engine import (
 )
 from hybrid_engine.pipeline.engine import HybridIndex
 
+if TYPE_CHECKING:
+    import uvicorn
+
 API_KEY_ENV = "HYBRID_ENGINE_API_KEY"
 """The environment variable of the API key (a key on the command line shows in ``ps``)."""
+MAX_PORT = 65535
+"""The highest TCP port."""
 
 
 def add_parser(subparsers: Any) -> None:
@@ -30,7 +44,12 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: %(default)s, local only)"
     )
-    p.add_argument("--port", type=int, default=8080, help="port (default: %(default)s)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=8080,
+        help=f"port, 0 to {MAX_PORT} (default: %(default)s; 0: any free port, printed at start)",
+    )
     p.add_argument(
         "--cors-origin",
         action="append",
@@ -60,14 +79,16 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load the index (it takes the write lock) and serve it until interrupted.
+    """Bind the port, load the index (it takes the write lock) and serve it until SIGINT or
+    SIGTERM; then commit or drop the staged changes (``settle_staged``).
 
     The API key, when wanted, is read from ``$HYBRID_ENGINE_API_KEY``.
 
     Raises
     ------
     ValueError
-        The ``serve`` extra (fastapi, uvicorn) is not installed, or ``--batch-max`` is below 1.
+        The ``serve`` extra (fastapi, uvicorn) is not installed, ``--batch-max`` is below 1,
+        ``--port`` is not a port, or the address cannot be bound (``bound_socket``).
     """
     try:
         import uvicorn
@@ -83,29 +104,108 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--batch-max must be >= 1, got {args.batch_max}; give 1 to serve without batching"
         )
+    if not 0 <= args.port <= MAX_PORT:
+        raise ValueError(f"--port must be from 0 to {MAX_PORT} (0: any free port), got {args.port}")
     batching = None
     if args.batch_max > 1:
         batching = BatchPolicy(max_batch=args.batch_max)
-    cross_encoder = reranker(args) if args.reranker is not None else None
-    engine = load_engine(
-        args.index,
-        variant=args.variant,
-        num_threads=args.threads,
-        mmap=False,
-        allow_degraded=args.allow_degraded,
-    )
-    with engine:
-        if cross_encoder is not None:
-            engine = engine.with_reranker(cross_encoder)
-        app = create_app(
-            engine,
-            api_key=os.environ.get(API_KEY_ENV) or None,
-            cors_origins=args.cors_origin,
-            batching=batching,
+    with bound_socket(args.host, args.port) as sock:
+        cross_encoder = reranker(args) if args.reranker is not None else None
+        engine = load_engine(
+            args.index,
+            variant=args.variant,
+            num_threads=args.threads,
+            mmap=False,
+            allow_degraded=args.allow_degraded,
         )
-        uvicorn.run(app, host=args.host, port=args.port)
-        settle_staged(engine, commit=args.commit_on_shutdown)
+        with engine:
+            if cross_encoder is not None:
+                engine = engine.with_reranker(cross_encoder)
+            app = create_app(
+                engine,
+                api_key=os.environ.get(API_KEY_ENV) or None,
+                cors_origins=args.cors_origin,
+                batching=batching,
+            )
+            host, port = sock.getsockname()[:2]
+            host = f"[{host}]" if ":" in host else host  # IPv6, as URLs write it
+            print(
+                f"hybrid-engine serve: serving {args.index} on http://{host}:{port} "
+                "(stop with Ctrl+C or SIGTERM)",
+                file=sys.stderr,
+                flush=True,
+            )
+            serve_until_stopped(uvicorn.Server(uvicorn.Config(app)), sock)
+            settle_staged(engine, commit=args.commit_on_shutdown)
     return 0
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` and not listening yet (uvicorn listens when the
+    app is ready; until then connections are refused, not queued).
+
+    Raises
+    ------
+    ValueError
+        ``host`` is no address of this machine, ``port`` is in use or needs privileges (the
+        message names ``host:port`` and the fix).
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise ValueError(
+            f"--host {host!r} is not a known address ({exc.strerror}); give an IP address of "
+            "this machine, e.g. 127.0.0.1"
+        ) from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        # As uvicorn does: a restarted server may bind a port whose old connections linger.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise ValueError(bind_problem(host, port, exc)) from None
+    return sock
+
+
+def bind_problem(host: str, port: int, exc: OSError) -> str:
+    """Why ``host:port`` could not be bound, and the fix, in ``serve``'s options."""
+    where = f"{host}:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"{where} is already in use (another server, or a serve still running): stop it, "
+            "or give another --port"
+        )
+    if exc.errno == errno.EACCES:
+        return f"may not listen on {where} ({exc.strerror}): give a --port from 1024 up"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return (
+            f"cannot listen on {where}: --host {host} is not an address of this machine; "
+            "give one of its addresses, e.g. 127.0.0.1"
+        )
+    return f"cannot listen on {where}: {exc.strerror or exc}"
+
+
+def serve_until_stopped(server: uvicorn.Server, sock: socket.socket) -> None:
+    """Run ``server`` on ``sock`` until SIGINT or SIGTERM.
+
+    uvicorn stops gracefully on either signal and then raises it again, so that the signal's
+    previous handler runs. SIGTERM's default handler would end the process there (status
+    143) before the staged changes are settled; so while serving, SIGTERM's handler is
+    SIGINT's (``KeyboardInterrupt``), and both signals return here.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        server.run(sockets=[sock])  # only the main thread has signals (uvicorn's rule too)
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def settle_staged(engine: HybridIndex, *, commit: bool) -> None:

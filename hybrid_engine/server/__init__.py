@@ -1,6 +1,6 @@
 """An HTTP server over a live ``HybridIndex`` (the ``serve`` extra: FastAPI, uvicorn,
-prometheus-client): search, add/upsert/delete and commit documents, health and metrics.
-``hybrid-engine serve INDEX`` runs it."""
+prometheus-client): search, add/upsert/delete/get documents, commit or roll back, health,
+stats and metrics. ``hybrid-engine serve INDEX`` runs it."""
 
 from hybrid_engine.server.app import create_app
 from hybrid_engine.server.schemas import (

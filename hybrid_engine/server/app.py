@@ -5,8 +5,9 @@ concurrent searches with the same options share engine calls (``batching``). Wri
 delete, commit) take one asyncio lock in turn and run in the threadpool too, so the event
 loop keeps answering. Errors the engine raises on what the client sent are 4xx with
 ``{"detail": "..."}``: an id already indexed 409, an unknown id (``UnknownIdError``) 404, a bad
-filter, fusion or weight (``ValueError``, ``TypeError``) 400; a body outside the schemas is
-422; a full batching queue is 503."""
+document, filter, fusion or weight (``ValueError``, ``TypeError``) 400; a body sent without a
+JSON content type is 415, one outside the schemas 422 (``guards``); a full batching queue is
+503."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.security import APIKeyHeader
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -30,20 +32,28 @@ from hybrid_engine.errors import (
     UnknownIdError,
 )
 from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.server.api_docs import add_api_docs
 from hybrid_engine.server.batching import BatcherFullError, BatchPolicy, Rows, SearchBatcher
+from hybrid_engine.server.guards import require_json, validation_failed
 from hybrid_engine.server.metrics import ServerMetrics
 from hybrid_engine.server.schemas import (
     CommitResponse,
     DeleteRequest,
+    DocId,
+    DocumentOut,
     DocumentsRequest,
     ErrorResponse,
     HealthResponse,
     HitOut,
     QueryResult,
+    RollbackResponse,
     SearchRequest,
     SearchResponse,
+    StagedCounts,
     StagedResponse,
+    StatsResponse,
 )
+from hybrid_engine.server.stats import index_stats
 
 API_KEY_HEADER = "X-API-Key"
 """The header that carries the API key, when the app has one."""
@@ -87,7 +97,7 @@ def create_app(
         durable when it is attached to a directory, ``save``/``load``).
     api_key : str, optional
         When given, every endpoint but ``GET /health`` needs it in the ``X-API-Key`` header
-        (401 otherwise). None: no key.
+        (401 otherwise), ``/openapi.json``, ``/docs`` and ``/redoc`` included. None: no key.
     cors_origins : sequence of str
         Origins allowed cross-origin requests (CORS); none by default.
     batching : BatchPolicy or None
@@ -97,8 +107,9 @@ def create_app(
     Returns
     -------
     fastapi.FastAPI
-        With ``POST /search``, ``POST /documents``, ``DELETE /documents``, ``POST /commit``,
-        ``GET /health`` and ``GET /metrics`` (Prometheus text).
+        With ``POST /search``, ``POST /documents``, ``DELETE /documents``, ``GET
+        /documents/{id}``, ``POST /commit``, ``POST /rollback``, ``GET /health``, ``GET
+        /stats`` and ``GET /metrics`` (Prometheus text).
 
     Raises
     ------
@@ -107,7 +118,15 @@ def create_app(
     """
     if api_key is not None and not api_key:
         raise ValueError("api_key is empty: give a non-empty key, or None for no key")
-    app = FastAPI(title="hybrid_engine", summary="Hybrid BM25 + dense retrieval over HTTP.")
+    # FastAPI's own schema and docs routes would answer without the key: add_api_docs's instead.
+    app = FastAPI(
+        title="hybrid_engine",
+        summary="Hybrid BM25 + dense retrieval over HTTP.",
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+        exception_handlers={RequestValidationError: validation_failed},
+    )
     metrics = ServerMetrics()
     write_lock = asyncio.Lock()
     header = APIKeyHeader(name=API_KEY_HEADER, auto_error=False)
@@ -120,9 +139,11 @@ def create_app(
 
     # Without a key the routes declare no security, so the schema says what the server does.
     keyed = [Depends(check_key)] if api_key is not None else []
+    with_body = [*keyed, Depends(require_json)]  # the key's 401 first
     refused: dict[int | str, dict[str, Any]] = {401: ERROR} if api_key is not None else {}
-    searched = {**refused, 400: ERROR, 503: ERROR}
-    written = {**refused, 400: ERROR, 404: ERROR, 409: ERROR}
+    searched = {**refused, 400: ERROR, 415: ERROR, 503: ERROR}
+    written = {**refused, 400: ERROR, 404: ERROR, 409: ERROR, 415: ERROR}
+    add_api_docs(app, keyed)
     if cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -149,7 +170,7 @@ def create_app(
     unbatched = BatchPolicy(max_batch=1, max_running=2**30)
     batcher = SearchBatcher(search, batching or unbatched)
 
-    @app.post("/search", dependencies=keyed, responses=searched)
+    @app.post("/search", dependencies=with_body, responses=searched)
     async def post_search(body: SearchRequest) -> SearchResponse:
         """The hits of each query on the last commit (``HybridIndex.search``)."""
         texts = body.texts()
@@ -172,18 +193,45 @@ def create_app(
             with engine_errors():
                 return await run_in_threadpool(call, *args, **kwargs)
 
-    @app.post("/documents", dependencies=keyed, responses=written)
+    @app.post("/documents", dependencies=with_body, responses=written)
     async def post_documents(body: DocumentsRequest) -> StagedResponse:
-        """Stage documents (``add``, or ``upsert`` with ``"upsert": true``)."""
+        """Stage documents (``add``, or ``upsert`` with ``"upsert": true``); the reply lists
+        their ids, those given to documents without ``_id`` included. A document the engine
+        would refuse at commit is a 400 naming it, and nothing is staged."""
         docs = [d.to_document() for d in body.documents]
-        staged = await write(engine.upsert if body.upsert else engine.add, docs)
-        return StagedResponse(staged=staged)
+        ids = await write(engine.upsert if body.upsert else engine.add, docs)
+        return StagedResponse(staged=len(ids), ids=ids)
 
-    @app.delete("/documents", dependencies=keyed, responses=written)
+    def delete(ids: list[str], missing_ok: bool) -> list[str]:
+        # Under the write lock: no write comes between the look-up and the deletion.
+        held = engine.holds(ids)
+        engine.delete(ids, missing_ok=missing_ok)
+        return list(dict.fromkeys(i for i, live in zip(ids, held, strict=True) if live))
+
+    @app.delete("/documents", dependencies=with_body, responses=written)
     async def delete_documents(body: DeleteRequest) -> StagedResponse:
-        """Stage the deletion of documents by id (``delete``)."""
-        staged = await write(engine.delete, body.ids, missing_ok=body.missing_ok)
-        return StagedResponse(staged=staged)
+        """Stage the deletion of documents by id (``delete``); the reply lists the ids
+        deleted (not those ``missing_ok`` skipped)."""
+        ids = await write(delete, body.ids, body.missing_ok)
+        return StagedResponse(staged=len(ids), ids=ids)
+
+    @app.get(
+        "/documents/{doc_id:path}",
+        dependencies=keyed,
+        responses={**refused, 404: ERROR},
+    )
+    async def get_document(doc_id: DocId) -> DocumentOut:
+        """The document of the last commit with this id (``get``); staged documents are not
+        seen until ``POST /commit``, as searches do not see them."""
+        found = await run_in_threadpool(engine.get, [doc_id], missing_ok=True)
+        if not found:
+            raise HTTPException(
+                status_code=404,
+                detail=f"no document has the _id {doc_id!r} in the last commit (a document "
+                "staged since is visible after POST /commit)",
+            )
+        hit = found[0]
+        return DocumentOut(_id=hit.id, title=hit.title, text=hit.text, metadata=hit.metadata)
 
     @app.post("/commit", dependencies=keyed, responses=written)
     async def post_commit() -> CommitResponse:
@@ -191,15 +239,30 @@ def create_app(
         await write(engine.commit)
         return CommitResponse(documents=len(engine), segments=engine.num_segments)
 
+    @app.post("/rollback", dependencies=keyed, responses=written)
+    async def post_rollback() -> RollbackResponse:
+        """Drop every change staged since the last commit (``rollback``); the reply says how
+        many documents to add and to delete were dropped."""
+        dropped = await write(engine.rollback)
+        return RollbackResponse(dropped=StagedCounts.of(dropped))
+
     @app.get("/health")
     async def get_health() -> HealthResponse:
-        """The index's retrievers, live documents and segments (no key needed)."""
+        """The index's retrievers, live documents and segments, and the changes staged and
+        not committed (no key needed)."""
         return HealthResponse(
             status="ok",
             retrievers=list(engine.retrievers),
             documents=len(engine),
             segments=engine.num_segments,
+            staged=StagedCounts.of(engine.staged),
         )
+
+    @app.get("/stats", dependencies=keyed, responses=refused)
+    async def get_stats() -> StatsResponse:
+        """The index: documents, segments, retrievers, staged changes, commit number, models,
+        directory and bytes on disk."""
+        return await run_in_threadpool(index_stats, engine)
 
     @app.get(
         "/metrics",

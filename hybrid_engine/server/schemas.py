@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from hybrid_engine.ids import MAX_ID_CHARS, RULE, id_problem
+from hybrid_engine.live import StagedChanges
 from hybrid_engine.pipeline.fusion import METHODS
 
 MAX_QUERIES = 64
@@ -22,7 +24,10 @@ MAX_IDS = 10_000
 MAX_TEXT_CHARS = 100_000
 """Characters of a document's text, or of a query."""
 MAX_TITLE_CHARS = 1_000
-"""Characters of a document's title or id."""
+"""Characters of a document's title."""
+MAX_INT_ID = 2**53 - 1
+"""An integer ``_id``'s magnitude, at most: the largest that every JSON parser keeps exactly
+(I-JSON, RFC 7493); a larger one is sent as a string."""
 MAX_BUDGET_MS = 600_000.0
 """A search's ``budget_ms``, at most (ten minutes: more is no budget)."""
 
@@ -33,6 +38,42 @@ QueryBatch = Annotated[list[QueryText], Field(min_length=1, max_length=MAX_QUERI
 """The queries of one request."""
 Weight = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
 """A retriever's fusion weight."""
+
+
+def as_id(value: Any) -> str:
+    """``value`` as an id (``hybrid_engine.ids``' rule): a string as it is, an integer (up to
+    ``MAX_INT_ID`` in magnitude) as its decimal string.
+
+    Raises
+    ------
+    ValueError
+        What is wrong, in the rule's words (pydantic answers it as a 422 naming the field).
+    """
+    problem = id_problem(value)
+    if problem is not None:
+        raise ValueError(f"the id {problem[1]}; {RULE}")
+    if isinstance(value, int) and abs(value) > MAX_INT_ID:
+        raise ValueError(
+            f"the integer id {value:.3g} is beyond +-{MAX_INT_ID}, which not every JSON parser "
+            "keeps exactly; send it as a string"
+        )
+    return str(value)
+
+
+ID_SCHEMA = {
+    "anyOf": [
+        {"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS},
+        {"type": "integer", "minimum": -MAX_INT_ID, "maximum": MAX_INT_ID},
+    ]
+}
+"""The JSON schema of an id."""
+DocId = Annotated[str, PlainValidator(as_id), WithJsonSchema(ID_SCHEMA)]
+"""A document id as JSON gives it: a string (1 to ``MAX_ID_CHARS`` characters, without
+surrounding whitespace or control characters) or an integer (taken as its decimal string:
+``1408`` and ``"1408"`` are the same document); ``true``, ``""`` or ``" x"`` is a 422 naming
+the field."""
+OptionalDocId = Annotated[str | None, PlainValidator(as_id), WithJsonSchema(ID_SCHEMA)]
+"""A ``DocId`` that may be left out (None); ``null`` is refused as ``DocId`` refuses it."""
 
 
 class SearchRequest(BaseModel):
@@ -107,13 +148,14 @@ class SearchResponse(BaseModel):
 
 
 class DocumentIn(BaseModel):
-    """A document as ``HybridIndex.add`` reads it; without ``_id`` it gets the next number."""
+    """A document as ``HybridIndex.add`` reads it; without ``_id`` the engine gives it a new
+    random id (a UUID4, ``hybrid_engine.ids.new_id``), which the reply lists."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
-    id: str | None = Field(default=None, alias="_id", min_length=1, max_length=MAX_TITLE_CHARS)
+    id: OptionalDocId = Field(default=None, alias="_id")
     title: str = Field(default="", max_length=MAX_TITLE_CHARS)
-    text: str = Field(max_length=MAX_TEXT_CHARS)
+    text: str = Field(default="", max_length=MAX_TEXT_CHARS)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def to_document(self) -> dict[str, Any]:
@@ -140,14 +182,48 @@ class DeleteRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    ids: list[str] = Field(min_length=1, max_length=MAX_IDS)
+    ids: list[DocId] = Field(min_length=1, max_length=MAX_IDS)
     missing_ok: bool = False
 
 
 class StagedResponse(BaseModel):
-    """How many documents a write staged; ``POST /commit`` makes them visible."""
+    """What a write staged: how many documents, and their ids in order (for ``POST
+    /documents`` those the engine gave documents without ``_id`` included; for ``DELETE
+    /documents`` the ids deleted, without those ``missing_ok`` skipped). ``POST /commit``
+    makes them visible, ``POST /rollback`` drops them."""
 
     staged: int
+    ids: list[str]
+
+
+class StagedCounts(BaseModel):
+    """Changes staged and not committed (``HybridIndex.staged``): documents to add and
+    committed documents to delete (those an upsert replaces included)."""
+
+    added: int
+    deleted: int
+
+    @classmethod
+    def of(cls, changes: StagedChanges) -> StagedCounts:
+        """The counts of ``HybridIndex.staged`` or ``rollback()``."""
+        return cls(added=changes.added, deleted=changes.deleted)
+
+
+class RollbackResponse(BaseModel):
+    """What ``POST /rollback`` dropped."""
+
+    dropped: StagedCounts
+
+
+class DocumentOut(BaseModel):
+    """A document of the last commit, as ``POST /documents`` takes it."""
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    id: str = Field(alias="_id")
+    title: str
+    text: str
+    metadata: dict[str, Any]
 
 
 class CommitResponse(BaseModel):
@@ -158,12 +234,30 @@ class CommitResponse(BaseModel):
 
 
 class HealthResponse(BaseModel):
-    """The retrievers the index combines, its live documents and segments (last commit)."""
+    """The retrievers the index combines, its live documents and segments (last commit), and
+    the changes staged since."""
 
     status: str
     retrievers: list[str]
     documents: int
     segments: int
+    staged: StagedCounts
+
+
+class StatsResponse(BaseModel):
+    """The index served: its live documents, segments and retrievers (last commit), the
+    changes staged since, the commit's number (``generation``), the prepared model of each
+    model leg and the reranker (``{"name", "variant"}``; None for an encoder of the user's),
+    its directory (None: in memory only) and the bytes of its files there."""
+
+    documents: int
+    segments: int
+    retrievers: list[str]
+    staged: StagedCounts
+    generation: int
+    models: dict[str, dict[str, str] | None]
+    path: str | None
+    disk_bytes: int | None
 
 
 class ErrorResponse(BaseModel):

@@ -1,0 +1,43 @@
+"""``GET /stats``: what the served index holds, which models it runs, where it lives and how
+much room it takes there."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.server.schemas import StagedCounts, StatsResponse
+
+
+def disk_bytes(path: Path) -> int:
+    """Bytes of the files under ``path`` (the index directory: every segment kept, the
+    commit points and the lock); files removed while walking are left out."""
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(folder, name)).st_size
+            except FileNotFoundError:  # removed by a merge or a clean-up meanwhile
+                continue
+    return total
+
+
+def index_stats(engine: HybridIndex) -> StatsResponse:
+    """The ``GET /stats`` answer for ``engine`` (walks its directory: run it off the event
+    loop)."""
+    models: dict[str, dict[str, str] | None] = dict(engine._state.config.models)
+    reranker = engine.reranker
+    if reranker is not None:
+        models["reranker"] = {"name": reranker.name, "variant": reranker.variant}
+    path = engine.path
+    return StatsResponse(
+        documents=len(engine),
+        segments=engine.num_segments,
+        retrievers=list(engine.retrievers),
+        staged=StagedCounts.of(engine.staged),
+        generation=engine.generation,
+        models=models,
+        path=None if path is None else str(path),
+        disk_bytes=None if path is None else disk_bytes(path),
+    )
