@@ -40,6 +40,8 @@ def id_problem(value: Any) -> tuple[type[Exception], str] | None:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return TypeError, f"is {type(value).__name__} ({value!r:.40}), not a string or an integer"
     if isinstance(value, int):
+        if len(str(value)) > MAX_ID_CHARS:
+            return ValueError, f"is an integer of more than {MAX_ID_CHARS} digits"
         return None
     if not value:
         return ValueError, "is empty"
@@ -49,6 +51,11 @@ def id_problem(value: Any) -> tuple[type[Exception], str] | None:
         return ValueError, f"{value!r:.60} has leading or trailing whitespace"
     if any(unicodedata.category(c) == "Cc" for c in value):
         return ValueError, f"{value!r:.60} holds a control character (a newline, a tab...)"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return ValueError, f"{value!r:.60} is not valid Unicode (a lone surrogate)"
     return None
 
 

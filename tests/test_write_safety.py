@@ -195,6 +195,8 @@ def test_rollback_on_a_degraded_engine_is_refused(
         (" d1", ValueError, "leading or trailing whitespace"),
         ("a\nb", ValueError, "control character"),
         ("x" * 513, ValueError, "513 characters"),
+        pytest.param(10**512, ValueError, "more than 512 digits", id="513-digit-int"),
+        ("a\ud800b", ValueError, "lone surrogate"),
         (1.5, TypeError, "is float"),
     ],
 )

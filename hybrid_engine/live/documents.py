@@ -26,7 +26,7 @@ import numpy as np
 
 from hybrid_engine.corpus import Document, document_text, document_title
 from hybrid_engine.errors import DuplicateIdError
-from hybrid_engine.ids import MAX_ID_CHARS, new_id
+from hybrid_engine.ids import id_problem, new_id
 from hybrid_engine.metadata import MetadataColumns
 from hybrid_engine.packed import PackedStrings
 
@@ -230,20 +230,11 @@ def document_metadata(
 
 
 def _given_id(doc: Document) -> str | None:
-    """The document's ``_id`` as messages show it, before it is checked: an ``int`` as
-    text, a printable ``str`` of at most ``MAX_ID_CHARS`` characters without surrounding
-    whitespace as it is; else None, and a message names the document by its number."""
+    """The document's ``_id`` as messages show it, before it is checked: a valid id
+    (``ids.id_problem``) as ``check_id`` reads it; else None, and a message names the
+    document by its number."""
     doc_id = doc.get("_id") if isinstance(doc, Mapping) else None
-    if isinstance(doc_id, int) and not isinstance(doc_id, bool):
-        return str(doc_id)
-    if (
-        isinstance(doc_id, str)
-        and 0 < len(doc_id) <= MAX_ID_CHARS
-        and doc_id.isprintable()
-        and doc_id == doc_id.strip()
-    ):
-        return doc_id
-    return None
+    return None if id_problem(doc_id) is not None else str(doc_id)
 
 
 _SINGLE_DOCUMENT = re.compile(r"^document 0[:,] ")
