@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import sys
+from collections.abc import Iterable
 from typing import Any
 
 from hybrid_engine.cli._engine import (
@@ -13,17 +16,30 @@ from hybrid_engine.cli._engine import (
     load_engine,
 )
 from hybrid_engine.cli._engine import reranker as load_reranker
+from hybrid_engine.cli._live import STDIN
 from hybrid_engine.cli._output import hits_json, print_hits
 from hybrid_engine.metadata import Filter
+from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, METHODS
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
+from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
 
 
 def add_parser(subparsers: Any) -> None:
     """Add ``search`` to the ``hybrid-engine`` subparsers."""
     p = subparsers.add_parser("search", help="query an index saved by `hybrid-engine index`")
     p.add_argument("index", help="index directory")
-    p.add_argument("queries", nargs="+", help="query texts")
-    p.add_argument("-k", type=int, default=10, help="hits per query (default: %(default)s)")
+    p.add_argument("queries", nargs="*", help="query texts (or give --queries)")
+    p.add_argument(
+        "--queries",
+        dest="queries_file",
+        default=None,
+        metavar="FILE",
+        help=f"more queries, one per line (blank lines skipped; {STDIN}: standard input)",
+    )
+    p.add_argument(
+        "-k", type=positive_int, default=10, help="hits per query (default: %(default)s)"
+    )
     p.add_argument(
         "--json",
         action="store_true",
@@ -44,6 +60,41 @@ def add_parser(subparsers: Any) -> None:
         metavar="N",
         help=f"rerank the fused top N with --reranker (default with --reranker: {RERANK_DEPTH})",
     )
+    p.add_argument(
+        "--fusion",
+        choices=METHODS,
+        default=DEFAULT_METHOD,
+        help="how the legs' hits are fused (default: %(default)s; docs/fusion.md)",
+    )
+    p.add_argument(
+        "--weights",
+        type=parse_weights,
+        default=None,
+        metavar="LEG=W,...",
+        help="fusion weight per leg, e.g. bm25=1,dense=2 (a leg left out weighs 1)",
+    )
+    p.add_argument(
+        "--depth",
+        type=positive_int,
+        default=DEFAULT_DEPTH,
+        help="hits each leg hands to fusion (default: %(default)s; at least -k are used)",
+    )
+    p.add_argument(
+        "--mmr",
+        type=unit_float,
+        default=None,
+        metavar="LAMBDA",
+        help="re-order the hits by maximal marginal relevance, LAMBDA in [0, 1] (1: relevance "
+        "only, lower: more diverse); needs the dense leg",
+    )
+    p.add_argument(
+        "--budget-ms",
+        type=positive_float,
+        default=None,
+        metavar="MS",
+        help="milliseconds a query should take: the costliest optional stages are skipped "
+        "when they would overrun it (docs/degradation.md)",
+    )
     add_reranker_options(p)
     add_variant_option(
         p, "bi-encoder variant to load (default: the one the index recorded)", default=None
@@ -52,6 +103,63 @@ def add_parser(subparsers: Any) -> None:
     add_degraded_option(p)
     p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
     p.set_defaults(func=run)
+
+
+def positive_int(text: str) -> int:
+    """An int >= 1 (``-k``, ``--depth``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def unit_float(text: str) -> float:
+    """A number in [0, 1] (``--mmr``)."""
+    value = _number(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (``--budget-ms``)."""
+    value = _number(text)
+    if not 0.0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    """``--weights``'s ``LEG=W,...`` (e.g. ``bm25=1,dense=2``): finite weights >= 0, not all
+    0, each leg once (that the index has each leg is checked once it is loaded)."""
+    weights: dict[str, float] = {}
+    for part in text.split(","):
+        leg, equals, number = (piece.strip() for piece in part.partition("="))
+        if not equals or not leg:
+            raise argparse.ArgumentTypeError(
+                f"expected LEG=WEIGHT pairs separated by commas (bm25=1,dense=2), got {part!r}"
+            )
+        if leg in weights:
+            raise argparse.ArgumentTypeError(f"leg {leg!r} is given twice")
+        weight = _number(number)
+        if not 0.0 <= weight < math.inf:
+            raise argparse.ArgumentTypeError(
+                f"{leg}'s weight must be finite and >= 0, got {number}"
+            )
+        weights[leg] = weight
+    if not any(weights.values()):
+        raise argparse.ArgumentTypeError("the weights are all 0; give one leg a weight > 0")
+    return weights
 
 
 def parse_filter(text: str | None) -> Filter | None:
@@ -71,8 +179,64 @@ def parse_filter(text: str | None) -> Filter | None:
         raise type(exc)(f"--filter: {exc}") from None
 
 
+def read_queries(args: argparse.Namespace) -> list[str]:
+    """The queries on the command line, then those of ``--queries`` (one per line, ends
+    trimmed, blank lines skipped).
+
+    Raises
+    ------
+    ValueError
+        No query at all, or a ``--queries`` line that is not UTF-8 (naming the file and line).
+    OSError
+        The ``--queries`` file cannot be read.
+    """
+    queries = list(args.queries)
+    if args.queries_file == STDIN:
+        queries.extend(_lines(getattr(sys.stdin, "buffer", sys.stdin), "<stdin>"))
+    elif args.queries_file is not None:
+        with open(args.queries_file, "rb") as lines:
+            queries.extend(_lines(lines, args.queries_file))
+    if not queries:
+        raise ValueError("no query: give them as arguments or in --queries FILE (- for stdin)")
+    return queries
+
+
+def _lines(lines: Iterable[str | bytes], source: str) -> list[str]:
+    """The non-blank lines of a queries file, trimmed; bytes decoded as UTF-8."""
+    texts = []
+    for number, line in enumerate(lines, 1):
+        try:
+            text = line if isinstance(line, str) else line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(
+                f"--queries {source}:{number}: not UTF-8; save the file as UTF-8"
+            ) from None
+        if text.strip():
+            texts.append(text.strip())
+    return texts
+
+
+def check_legs(args: argparse.Namespace, engine: HybridIndex) -> None:
+    """``--weights`` and ``--mmr`` against the legs of the loaded index (ValueError naming
+    the flag)."""
+    legs = engine.retrievers
+    if args.weights is not None:
+        unknown = [leg for leg in args.weights if leg not in legs]
+        if unknown:
+            raise ValueError(
+                f"--weights names {', '.join(unknown)}, which this index does not combine; "
+                f"its legs: {', '.join(legs)}"
+            )
+    if args.mmr is not None and "dense" not in legs:
+        raise ValueError(
+            f"--mmr needs the dense leg (it compares documents by their vectors); this index "
+            f"has {', '.join(legs)}"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     """Search each query on its own (so its stage timings are its own) and print its hits."""
+    queries = read_queries(args)
     rerank = args.rerank
     cross_encoder = None
     if args.reranker is not None or rerank is not None:
@@ -86,15 +250,25 @@ def run(args: argparse.Namespace) -> int:
         mmap=args.mmap,
         allow_degraded=args.allow_degraded,
     )
+    check_legs(args, engine)
     if cross_encoder is not None:
         engine = engine.with_reranker(cross_encoder)
-    for query in args.queries:
+    for query in queries:
         result = engine.search(
-            [query], args.k, rerank=rerank, filter=where, num_threads=args.threads
+            [query],
+            args.k,
+            fusion=args.fusion,
+            weights=args.weights,
+            depth=args.depth,
+            rerank=rerank,
+            mmr=args.mmr,
+            filter=where,
+            num_threads=args.threads,
+            budget_ms=args.budget_ms,
         )
         hits = result.hits()[0]
         if args.json:
             print(hits_json(query, hits, result.timings))
         else:
-            print_hits(query, hits, result.timings)
+            print_hits(query, hits, result.timings, filtered=where is not None)
     return 0
