@@ -8,7 +8,7 @@ from typing import Any
 
 from hybrid_engine.cli._corpus import CorpusFile, add_skip_empty_option, read_documents
 from hybrid_engine.cli._engine import load_engine
-from hybrid_engine.cli._live import STDIN, add_index_arguments, summary
+from hybrid_engine.cli._live import STDIN, add_index_arguments, summary, writing
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.errors import DuplicateIdError, HybridEngineError
 from hybrid_engine.pipeline.engine import HybridIndex
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     """
     corpus = read_documents(args.file, skip_empty=args.skip_empty)  # a bad file fails at once
     engine = load_engine(args.index, variant=None, num_threads=args.threads, mmap=False)
-    with engine:
+    with writing(engine):
         if not args.upsert:
             check_new(engine, corpus)
         stage = engine.upsert if args.upsert else engine.add

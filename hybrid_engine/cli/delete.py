@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hybrid_engine.cli._engine import load_engine
-from hybrid_engine.cli._live import STDIN, add_index_arguments, summary
+from hybrid_engine.cli._live import STDIN, add_index_arguments, summary, writing
 from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.ids import check_id
 
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     """
     ids = read_ids(args)
     engine = load_engine(args.index, variant=None, num_threads=args.threads, mmap=False)
-    with engine:
+    with writing(engine):
         if not args.missing_ok:
             unknown = [
                 doc_id for doc_id, held in zip(ids, engine.holds(ids), strict=True) if not held
