@@ -12,6 +12,7 @@ import pytest
 from cli_process import error_line, json_lines, ok, write_jsonl
 
 from hybrid_engine import HybridIndex
+from hybrid_engine.models.store import DEFAULT_MODEL
 
 DOCS = [
     {"_id": "d1", "title": "Cats", "text": "The cat sat on the mat."},
@@ -135,5 +136,6 @@ def test_cranfield_indexes_with_the_default_legs_when_skipping_empty(
     assert "indexed 1398 documents (skipped 2 with neither title nor text: '471', '995')" in out
     facts = json.loads(ok("info", tmp_path / "idx", "--json"))
     assert (facts["documents"], facts["retrievers"]) == (1398, ["bm25", "dense"])
+    assert facts["models"] == {"dense": {"name": DEFAULT_MODEL, "variant": "int8"}}
     (listing,) = json_lines(ok("search", tmp_path / "idx", "boundary layer", "--json", "-k", "3"))
     assert len(listing["hits"]) == 3
