@@ -4,7 +4,10 @@ they print."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 
+from hybrid_engine.errors import WriterLockedError
 from hybrid_engine.pipeline.engine import HybridIndex
 
 STDIN = "-"
@@ -15,6 +18,22 @@ def add_index_arguments(parser: argparse.ArgumentParser) -> None:
     """``INDEX`` and ``--threads``."""
     parser.add_argument("index", help="live index directory (`hybrid-engine index` or save)")
     parser.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+
+
+@contextmanager
+def writing(engine: HybridIndex) -> Iterator[HybridIndex]:
+    """``with engine:`` for a command that changes the index: its write lock given back at
+    the end, and another writer's lock reported in the command line's words."""
+    with engine:
+        try:
+            yield engine
+        except WriterLockedError:
+            raise WriterLockedError(
+                f"another writer holds the write lock of {engine.path} (a running "
+                "`hybrid-engine serve`, or another add or delete): one writer at a time may "
+                "change an index; stop it, or send the change to it (the server's "
+                "POST /documents)"
+            ) from None
 
 
 def summary(done: str, engine: HybridIndex) -> str:

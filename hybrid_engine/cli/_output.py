@@ -71,12 +71,20 @@ def format_timings(timings: Mapping[str, float]) -> str:
     return ", ".join(f"{stage} {ms:.1f} ms" for stage, ms in timings.items())
 
 
-def print_hits(query: str, hits: list[Hit], timings: Mapping[str, float]) -> None:
+def print_hits(
+    query: str, hits: list[Hit], timings: Mapping[str, float], *, filtered: bool = False
+) -> None:
     """A listing: the query and its stage timings, then per hit its rank, id, score and
-    title, and a one-line snippet of its text."""
+    title, and a one-line snippet of its text; a row without hits says why it may be empty
+    (``filtered``: a filter was given)."""
     print(f"\nquery: {query}\n  ({format_timings(timings)})")
     if not hits:
-        print("  (no document holds any query term)")
+        why = (
+            "no document matches the filter, or none that does holds a query term"
+            if filtered
+            else "no document holds any query term"
+        )
+        print(f"  (no hits: {why})")
     for rank, hit in enumerate(hits, 1):
         print(f"  {rank:>3}. {hit.id:<12} {hit.score:8.4f}  {one_line(hit.title)}".rstrip())
         print(f"       {one_line(hit.text, SNIPPET_CHARS)}")

@@ -4,13 +4,14 @@ and commit them once."""
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
+from hybrid_engine.cli._corpus import CorpusFile, add_skip_empty_option, read_documents
 from hybrid_engine.cli._engine import load_engine
-from hybrid_engine.cli._live import STDIN, add_index_arguments, summary
+from hybrid_engine.cli._live import STDIN, add_index_arguments, summary, writing
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
-from hybrid_engine.evaluation import load_corpus, read_corpus
+from hybrid_engine.errors import DuplicateIdError, HybridEngineError
+from hybrid_engine.pipeline.engine import HybridIndex
 
 
 def add_parser(subparsers: Any) -> None:
@@ -29,6 +30,7 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="replace the documents whose ids are indexed (default: such an id is an error)",
     )
+    add_skip_empty_option(p)
     p.set_defaults(func=run)
 
 
@@ -38,15 +40,37 @@ def run(args: argparse.Namespace) -> int:
     The write lock is held from the staging to the end of the commit. On any error nothing
     is committed: the index keeps its last commit.
     """
-    if args.file == STDIN:
-        documents = read_corpus(sys.stdin, "<stdin>")
-    else:
-        documents = load_corpus(args.file)  # before the index: a bad file fails at once
+    corpus = read_documents(args.file, skip_empty=args.skip_empty)  # a bad file fails at once
     engine = load_engine(args.index, variant=None, num_threads=args.threads, mmap=False)
-    with engine:
+    with writing(engine):
+        if not args.upsert:
+            check_new(engine, corpus)
         stage = engine.upsert if args.upsert else engine.add
-        count = stage(documents)
+        try:
+            ids = stage(corpus.documents)
+        except HybridEngineError:
+            raise
+        except (TypeError, ValueError) as exc:  # a document the engine refuses
+            located = corpus.located(exc)
+            if located is None:
+                raise
+            raise located from None
         engine.commit(embedding_cache=EmbeddingCache(), num_threads=args.threads)
         verb = "upserted" if args.upsert else "added"
-        print(summary(f"{verb} {count} document(s)", engine))
+        print(summary(f"{verb} {len(ids)} document(s){corpus.skipped_note()}", engine))
     return 0
+
+
+def check_new(engine: HybridIndex, corpus: CorpusFile) -> None:
+    """Refuse documents whose ids are in the index already, naming the first one's line and
+    ``--upsert`` (``DuplicateIdError``, as the engine's ``add`` would refuse them)."""
+    held = engine.holds([doc["_id"] for doc in corpus.documents])
+    taken = [position for position, there in enumerate(held) if there]
+    if taken:
+        first = taken[0]
+        doc_id = corpus.documents[first]["_id"]
+        others = f" (and {len(taken) - 1} more)" if len(taken) > 1 else ""
+        raise DuplicateIdError(
+            f"{corpus.source}:{corpus.lines[first]}: document {doc_id!r} is already in the "
+            f"index{others}; pass --upsert to replace such documents, or leave them out"
+        )

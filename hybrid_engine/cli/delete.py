@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from hybrid_engine.cli._engine import load_engine
-from hybrid_engine.cli._live import STDIN, add_index_arguments, summary
+from hybrid_engine.cli._live import STDIN, add_index_arguments, summary, writing
+from hybrid_engine.errors import UnknownIdError
+from hybrid_engine.ids import check_id
 
 
 def add_parser(subparsers: Any) -> None:
@@ -31,25 +34,36 @@ def add_parser(subparsers: Any) -> None:
 
 
 def read_ids(args: argparse.Namespace) -> list[str]:
-    """The ids on the command line then those of ``--ids-file``, each once, in order.
+    """The ids on the command line then those of ``--ids-file``, each once, in order; each
+    by the id rule (``ids.check_id``; a line's ends are trimmed and blank lines skipped).
 
     Raises
     ------
     ValueError
-        No id at all.
+        No id at all, or one that breaks the rule (naming the argument or the file's line).
     OSError
         ``--ids-file`` cannot be read.
     """
-    ids = list(args.ids)
+    ids = [check_id(doc_id, f"ID {i}") for i, doc_id in enumerate(args.ids, 1)]
     if args.ids_file == STDIN:
-        ids.extend(line.strip() for line in sys.stdin)
+        ids.extend(file_ids(sys.stdin, "<stdin>"))
     elif args.ids_file is not None:
         with open(args.ids_file, encoding="utf-8") as lines:
-            ids.extend(line.strip() for line in lines)
-    ids = list(dict.fromkeys(doc_id for doc_id in ids if doc_id))
+            ids.extend(file_ids(lines, args.ids_file))
+    ids = list(dict.fromkeys(ids))
     if not ids:
         raise ValueError("no ids to delete: give them as arguments or in --ids-file")
     return ids
+
+
+def file_ids(lines: Iterable[str], source: str) -> list[str]:
+    """The ids of an ids file, one per line: ends trimmed, blank lines skipped, each by the
+    id rule (a ``ValueError`` naming ``source`` and the line)."""
+    return [
+        check_id(line.strip(), f"{source}:{number}: the id")
+        for number, line in enumerate(lines, 1)
+        if line.strip()
+    ]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,7 +74,16 @@ def run(args: argparse.Namespace) -> int:
     """
     ids = read_ids(args)
     engine = load_engine(args.index, variant=None, num_threads=args.threads, mmap=False)
-    with engine:
+    with writing(engine):
+        if not args.missing_ok:
+            unknown = [
+                doc_id for doc_id, held in zip(ids, engine.holds(ids), strict=True) if not held
+            ]
+            if unknown:
+                raise UnknownIdError(
+                    f"{len(unknown)} id(s) are not in the index, e.g. {unknown[:5]}; nothing "
+                    "was deleted (pass --missing-ok to delete the others)"
+                )
         count = engine.delete(ids, missing_ok=args.missing_ok)
         engine.commit(num_threads=args.threads)
         skipped = f" ({len(ids) - count} not in the index, skipped)" if count < len(ids) else ""

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 from typing import Any
 
 from hybrid_engine.checks import check_names
+from hybrid_engine.cli._corpus import add_skip_empty_option, read_documents
 from hybrid_engine.cli._engine import LegOptions, add_variant_option, build_engine
-from hybrid_engine.evaluation import load_corpus
+from hybrid_engine.cli._replace import output_dir
+from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.pipeline.legs import DEFAULT_RETRIEVERS, RETRIEVERS
 
@@ -21,7 +24,19 @@ def add_parser(subparsers: Any) -> None:
         "index", help="build the hybrid engine (BM25 + dense by default) over a corpus and save it"
     )
     p.add_argument("corpus", help="corpus.jsonl[.gz] ({_id, title, text} per line) or its folder")
-    p.add_argument("output", help="index directory to write (replaced atomically)")
+    p.add_argument(
+        "output",
+        help="index directory to write: a new or empty one (an existing index is replaced "
+        "atomically with --force)",
+    )
+    p.add_argument(
+        "--force",
+        "--overwrite",
+        action="store_true",
+        help="replace the index at OUTPUT: the new one is built beside it and swapped in at "
+        "once, so readers find the old or the new one (default: an existing OUTPUT is an error)",
+    )
+    add_skip_empty_option(p)
     p.add_argument(
         "--retrievers",
         default=",".join(DEFAULT_RETRIEVERS),
@@ -90,25 +105,35 @@ def run(args: argparse.Namespace) -> int:
     summary unless ``--quiet``."""
     retrievers = parse_retrievers(args.retrievers)  # before reading: a typo fails at once
     options = leg_options(args)
-    corpus = load_corpus(args.corpus)
+    corpus = read_documents(args.corpus, skip_empty=args.skip_empty)
     start = time.perf_counter()
-    engine = build_engine(
-        corpus,
-        retrievers=retrievers,
-        model=args.model,
-        variant=args.variant,
-        leg_options=options,
-        num_threads=args.threads,
-        show_progress=not args.quiet,
-    )
-    with engine:  # saving takes the directory's write lock; give it up when done
-        engine.save(args.output)
+    with output_dir(Path(args.output), force=args.force) as target:  # checked before the build
+        try:
+            engine = build_engine(
+                corpus.documents,
+                retrievers=retrievers,
+                model=args.model,
+                variant=args.variant,
+                leg_options=options,
+                num_threads=args.threads,
+                show_progress=not args.quiet,
+            )
+        except HybridEngineError:
+            raise
+        except (TypeError, ValueError) as exc:
+            located = corpus.located(exc)
+            if located is None:
+                raise
+            raise located from None
+        with engine:  # saving takes the directory's write lock; give it up when done
+            engine.save(target)
     if not args.quiet:
         encoder = engine.encoder
         name = getattr(encoder, "name", "")
         model = f" ({name} {args.variant} bi-encoder)" if "dense" in engine.retrievers else ""
         print(
-            f"indexed {len(engine)} documents with {', '.join(engine.retrievers)}{model} in "
-            f"{time.perf_counter() - start:.2f}s -> {args.output}"
+            f"indexed {len(engine)} documents{corpus.skipped_note()} with "
+            f"{', '.join(engine.retrievers)}{model} in {time.perf_counter() - start:.2f}s -> "
+            f"{args.output}"
         )
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Iterable
 from typing import Any
 
 from hybrid_engine.cli._engine import (
@@ -13,17 +15,31 @@ from hybrid_engine.cli._engine import (
     load_engine,
 )
 from hybrid_engine.cli._engine import reranker as load_reranker
+from hybrid_engine.cli._live import STDIN
 from hybrid_engine.cli._output import hits_json, print_hits
+from hybrid_engine.cli._values import parse_weights, positive_float, positive_int, unit_float
 from hybrid_engine.metadata import Filter
+from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, METHODS
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
+from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
 
 
 def add_parser(subparsers: Any) -> None:
     """Add ``search`` to the ``hybrid-engine`` subparsers."""
     p = subparsers.add_parser("search", help="query an index saved by `hybrid-engine index`")
     p.add_argument("index", help="index directory")
-    p.add_argument("queries", nargs="+", help="query texts")
-    p.add_argument("-k", type=int, default=10, help="hits per query (default: %(default)s)")
+    p.add_argument("queries", nargs="*", help="query texts (or give --queries)")
+    p.add_argument(
+        "--queries",
+        dest="queries_file",
+        default=None,
+        metavar="FILE",
+        help=f"more queries, one per line (blank lines skipped; {STDIN}: standard input)",
+    )
+    p.add_argument(
+        "-k", type=positive_int, default=10, help="hits per query (default: %(default)s)"
+    )
     p.add_argument(
         "--json",
         action="store_true",
@@ -43,6 +59,41 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         metavar="N",
         help=f"rerank the fused top N with --reranker (default with --reranker: {RERANK_DEPTH})",
+    )
+    p.add_argument(
+        "--fusion",
+        choices=METHODS,
+        default=DEFAULT_METHOD,
+        help="how the legs' hits are fused (default: %(default)s; docs/fusion.md)",
+    )
+    p.add_argument(
+        "--weights",
+        type=parse_weights,
+        default=None,
+        metavar="LEG=W,...",
+        help="fusion weight per leg, e.g. bm25=1,dense=2 (a leg left out weighs 1)",
+    )
+    p.add_argument(
+        "--depth",
+        type=positive_int,
+        default=DEFAULT_DEPTH,
+        help="hits each leg hands to fusion (default: %(default)s; at least -k are used)",
+    )
+    p.add_argument(
+        "--mmr",
+        type=unit_float,
+        default=None,
+        metavar="LAMBDA",
+        help="re-order the hits by maximal marginal relevance, LAMBDA in [0, 1] (1: relevance "
+        "only, lower: more diverse); needs the dense leg",
+    )
+    p.add_argument(
+        "--budget-ms",
+        type=positive_float,
+        default=None,
+        metavar="MS",
+        help="milliseconds a query should take: the costliest optional stages are skipped "
+        "when they would overrun it (docs/degradation.md)",
     )
     add_reranker_options(p)
     add_variant_option(
@@ -71,8 +122,64 @@ def parse_filter(text: str | None) -> Filter | None:
         raise type(exc)(f"--filter: {exc}") from None
 
 
+def read_queries(args: argparse.Namespace) -> list[str]:
+    """The queries on the command line, then those of ``--queries`` (one per line, ends
+    trimmed, blank lines skipped).
+
+    Raises
+    ------
+    ValueError
+        No query at all, or a ``--queries`` line that is not UTF-8 (naming the file and line).
+    OSError
+        The ``--queries`` file cannot be read.
+    """
+    queries = list(args.queries)
+    if args.queries_file == STDIN:
+        queries.extend(_lines(getattr(sys.stdin, "buffer", sys.stdin), "<stdin>"))
+    elif args.queries_file is not None:
+        with open(args.queries_file, "rb") as lines:
+            queries.extend(_lines(lines, args.queries_file))
+    if not queries:
+        raise ValueError("no query: give them as arguments or in --queries FILE (- for stdin)")
+    return queries
+
+
+def _lines(lines: Iterable[str | bytes], source: str) -> list[str]:
+    """The non-blank lines of a queries file, trimmed; bytes decoded as UTF-8."""
+    texts = []
+    for number, line in enumerate(lines, 1):
+        try:
+            text = line if isinstance(line, str) else line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(
+                f"--queries {source}:{number}: not UTF-8; save the file as UTF-8"
+            ) from None
+        if text.strip():
+            texts.append(text.strip())
+    return texts
+
+
+def check_legs(args: argparse.Namespace, engine: HybridIndex) -> None:
+    """``--weights`` and ``--mmr`` against the legs of the loaded index (ValueError naming
+    the flag)."""
+    legs = engine.retrievers
+    if args.weights is not None:
+        unknown = [leg for leg in args.weights if leg not in legs]
+        if unknown:
+            raise ValueError(
+                f"--weights names {', '.join(unknown)}, which this index does not combine; "
+                f"its legs: {', '.join(legs)}"
+            )
+    if args.mmr is not None and "dense" not in legs:
+        raise ValueError(
+            f"--mmr needs the dense leg (it compares documents by their vectors); this index "
+            f"has {', '.join(legs)}"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     """Search each query on its own (so its stage timings are its own) and print its hits."""
+    queries = read_queries(args)
     rerank = args.rerank
     cross_encoder = None
     if args.reranker is not None or rerank is not None:
@@ -86,15 +193,25 @@ def run(args: argparse.Namespace) -> int:
         mmap=args.mmap,
         allow_degraded=args.allow_degraded,
     )
+    check_legs(args, engine)
     if cross_encoder is not None:
         engine = engine.with_reranker(cross_encoder)
-    for query in args.queries:
+    for query in queries:
         result = engine.search(
-            [query], args.k, rerank=rerank, filter=where, num_threads=args.threads
+            [query],
+            args.k,
+            fusion=args.fusion,
+            weights=args.weights,
+            depth=args.depth,
+            rerank=rerank,
+            mmr=args.mmr,
+            filter=where,
+            num_threads=args.threads,
+            budget_ms=args.budget_ms,
         )
         hits = result.hits()[0]
         if args.json:
             print(hits_json(query, hits, result.timings))
         else:
-            print_hits(query, hits, result.timings)
+            print_hits(query, hits, result.timings, filtered=where is not None)
     return 0

@@ -10,15 +10,17 @@ where there is one.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
+from hybrid_engine.ids import check_id
 from hybrid_engine.live.documents import document_metadata
 
 __all__ = [
@@ -27,9 +29,11 @@ __all__ = [
     "available_splits",
     "load_beir",
     "load_corpus",
+    "load_numbered_corpus",
     "load_qrels",
     "load_queries",
     "read_corpus",
+    "read_numbered_corpus",
     "sample_queries",
 ]
 
@@ -181,27 +185,44 @@ def load_corpus(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         ``{"_id": str, "title": str, "text": str}`` per document in file order, with
         ``"metadata"``: the line's ``"metadata"`` object and its other top-level fields
         (``live.documents.document_metadata``), when it has any; a missing or null title
-        becomes ``""``.
+        becomes ``""``; an integer ``_id`` becomes its decimal string (``ids.check_id``).
 
     Raises
     ------
     DatasetError
-        If the file is missing, a line is not a JSON object, ``_id`` or ``text`` is missing, or an
-        ``_id`` repeats.
+        If the file is missing, a line is not UTF-8 or not a JSON object, ``_id`` or ``text``
+        is missing, an ``_id`` breaks the id rule (``ids.RULE``: ``true``, ``""``, ``1.5``...)
+        or repeats.
+    """
+    return [doc for _, doc in load_numbered_corpus(path)[1]]
+
+
+def load_numbered_corpus(
+    path: str | os.PathLike[str],
+) -> tuple[Path, list[tuple[int, dict[str, Any]]]]:
+    """``load_corpus`` with the file it read (``path`` itself, or the folder's corpus file)
+    and each document's 1-based line number, for messages that name a document's line.
+
+    Raises
+    ------
+    DatasetError
+        As ``load_corpus``.
     """
     file = _input_file(path, "corpus.jsonl")
-    with _open_text(file) as lines:
-        return read_corpus(lines, file)
+    with _open_binary(file) as lines:
+        return file, read_numbered_corpus(lines, file)
 
 
-def read_corpus(lines: Iterable[str], source: str | os.PathLike[str]) -> list[dict[str, Any]]:
+def read_corpus(
+    lines: Iterable[str | bytes], source: str | os.PathLike[str]
+) -> list[dict[str, Any]]:
     """The corpus in ``lines`` of JSON, as ``load_corpus`` reads a file (e.g. ``sys.stdin``).
 
     Parameters
     ----------
-    lines : iterable of str
+    lines : iterable of str or bytes
         One ``{"_id", "title", "text"}`` object per line (other keys as in ``load_corpus``);
-        blank lines are skipped.
+        blank lines are skipped. Lines of ``bytes`` (``sys.stdin.buffer``) must be UTF-8.
     source : str or os.PathLike
         What errors name as the file, e.g. ``"<stdin>"``.
 
@@ -215,7 +236,20 @@ def read_corpus(lines: Iterable[str], source: str | os.PathLike[str]) -> list[di
     DatasetError
         As ``load_corpus``, naming ``source`` and the line.
     """
-    corpus: list[dict[str, Any]] = []
+    return [doc for _, doc in read_numbered_corpus(lines, source)]
+
+
+def read_numbered_corpus(
+    lines: Iterable[str | bytes], source: str | os.PathLike[str]
+) -> list[tuple[int, dict[str, Any]]]:
+    """``read_corpus``, each document with its 1-based line number in ``lines``.
+
+    Raises
+    ------
+    DatasetError
+        As ``read_corpus``.
+    """
+    corpus: list[tuple[int, dict[str, Any]]] = []
     seen: set[str] = set()
     for line_number, record in _parse_jsonl(lines, source):
         doc_id = _id_field(record, source, line_number, seen)
@@ -231,7 +265,7 @@ def read_corpus(lines: Iterable[str], source: str | os.PathLike[str]) -> list[di
             raise DatasetError(f"{source}, line {line_number}: {exc}") from None
         if metadata:
             doc["metadata"] = metadata
-        corpus.append(doc)
+        corpus.append((line_number, doc))
     return corpus
 
 
@@ -285,8 +319,8 @@ def load_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
     """
     file = _input_file(path, "qrels.tsv")
     qrels: dict[str, dict[str, int]] = {}
-    with _open_text(file) as lines:
-        for line_number, line in enumerate(lines, start=1):
+    with _open_binary(file) as lines:
+        for line_number, line in _decoded(lines, file):
             row = line.rstrip("\r\n")
             if not row.strip():
                 continue
@@ -343,23 +377,43 @@ def _is_tsv(name: str) -> bool:
     return name.endswith((".tsv", ".tsv.gz"))
 
 
-def _open_text(file: Path) -> IO[str]:
+def _open_binary(file: Path) -> io.BufferedIOBase:
+    """``file``'s bytes, gunzipped for a ``.gz`` (decoded line by line: ``_decoded``)."""
     if file.suffix == ".gz":
-        return gzip.open(file, "rt", encoding="utf-8")
-    return open(file, encoding="utf-8")
+        return gzip.open(file, "rb")
+    return open(file, "rb")
+
+
+def _decoded(
+    lines: Iterable[str | bytes], file: str | os.PathLike[str]
+) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each line, from 1; a line of ``bytes`` is decoded as UTF-8
+    (a byte order mark ending line 1's too), line by line so that an error names its line
+    (a text stream decodes ahead, by blocks)."""
+    for line_number, line in enumerate(lines, start=1):
+        if isinstance(line, str):
+            yield line_number, line
+            continue
+        try:
+            yield line_number, line.decode("utf-8-sig" if line_number == 1 else "utf-8")
+        except UnicodeDecodeError as error:
+            raise DatasetError(
+                f"{file}:{line_number}: not UTF-8 (byte 0x{line[error.start]:02x} at byte "
+                f"{error.start + 1} of the line); save the file as UTF-8"
+            ) from None
 
 
 def _read_jsonl(file: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """``_parse_jsonl`` of a file's lines."""
-    with _open_text(file) as lines:
+    with _open_binary(file) as lines:
         yield from _parse_jsonl(lines, file)
 
 
 def _parse_jsonl(
-    lines: Iterable[str], file: str | os.PathLike[str]
+    lines: Iterable[str | bytes], file: str | os.PathLike[str]
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, object)`` for each non-blank line; line numbers start at 1."""
-    for line_number, line in enumerate(lines, start=1):
+    for line_number, line in _decoded(lines, file):
         if not line.strip():
             continue
         try:
@@ -378,10 +432,12 @@ def _parse_jsonl(
 def _id_field(
     record: dict[str, Any], file: str | os.PathLike[str], line_number: int, seen: set[str]
 ) -> str:
-    raw = record.get("_id")
-    if raw is None or isinstance(raw, (dict, list)):
-        raise DatasetError(f'{file}:{line_number}: missing "_id" (a string or number)')
-    identifier = str(raw)
+    if "_id" not in record:
+        raise DatasetError(f'{file}:{line_number}: missing "_id" (a string or an integer)')
+    try:
+        identifier = check_id(record["_id"], '"_id"')
+    except (TypeError, ValueError) as exc:
+        raise DatasetError(f"{file}:{line_number}: {exc}") from None
     if identifier in seen:
         raise DatasetError(f"{file}:{line_number}: duplicate _id {identifier!r}")
     seen.add(identifier)

@@ -1,0 +1,118 @@
+"""``hybrid-engine info INDEX``: what a saved index holds, read from its last commit point
+and its files, without loading a model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from hybrid_engine.live import layout
+from hybrid_engine.live.commits import lock_if_free, read_commit
+
+LEGS = ("bm25", "dense", "splade")
+"""The legs' folders in a segment directory."""
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``info`` to the ``hybrid-engine`` subparsers."""
+    p = subparsers.add_parser(
+        "info", help="what a saved index holds: documents, segments, legs, models, sizes"
+    )
+    p.add_argument("index", help="index directory")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object: the fields of the listing (sizes in bytes)",
+    )
+    p.set_defaults(func=run)
+
+
+def describe(path: Path) -> dict[str, Any]:
+    """The facts ``info`` prints, as a JSON-able dict.
+
+    Raises
+    ------
+    IndexFormatError
+        ``path`` holds no live index (``live.commits.read_commit``).
+    """
+    point = read_commit(path)
+    stored = sum(entry.num_documents for entry in point.segments)
+    deleted = sum(entry.num_deleted for entry in point.segments)
+    sizes = {leg: 0 for leg in point.config["retrievers"]}
+    for entry in point.segments:
+        for leg in sizes:
+            sizes[leg] += _bytes(path / entry.name / leg)
+    total = _bytes(path)
+    return {
+        "path": str(path),
+        "documents": stored - deleted,
+        "deleted": deleted,
+        "segments": len(point.segments),
+        "generation": point.generation,
+        "retrievers": list(point.config["retrievers"]),
+        "models": point.config.get("models", {}),
+        "bytes": {"total": total, **sizes, "documents": total - sum(sizes.values())},
+        "writer_holds_lock": _writer_holds_lock(path),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the listing, or the JSON object with ``--json``."""
+    facts = describe(Path(args.index))
+    if args.json:
+        print(json.dumps(facts, ensure_ascii=False))
+        return 0
+    deleted = facts["deleted"]
+    pending = f" ({deleted} deleted, their space freed by a merge)" if deleted else ""
+    models = ", ".join(
+        f"{leg} {model.get('name')} ({model.get('variant')})"
+        for leg, model in facts["models"].items()
+    )
+    sizes = facts["bytes"]
+    parts = ", ".join(f"{part} {_shown(size)}" for part, size in sizes.items() if part != "total")
+    writer = (
+        "a writer holds the write lock (its staged changes are in its process: a server "
+        "shows them at GET /stats)"
+        if facts["writer_holds_lock"]
+        else "none (the write lock is free)"
+    )
+    print(f"index:       {facts['path']}")
+    print(f"documents:   {facts['documents']}{pending}")
+    print(f"segments:    {facts['segments']}")
+    print(f"generation:  {facts['generation']}")
+    print(f"retrievers:  {', '.join(facts['retrievers'])}")
+    print(f"models:      {models or 'none (BM25 needs no model)'}")
+    print(f"on disk:     {_shown(sizes['total'])} ({parts})")
+    print(f"writer:      {writer}")
+    return 0
+
+
+def _bytes(folder: Path) -> int:
+    """Bytes of the files under ``folder`` (0 when it is missing)."""
+    total = 0
+    for parent, _, files in os.walk(folder):
+        for name in files:
+            total += (Path(parent) / name).lstat().st_size
+    return total
+
+
+def _shown(size: int) -> str:
+    """``size`` bytes in B, KiB, MiB or GiB, e.g. ``"3.2 MiB"``."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def _writer_holds_lock(path: Path) -> bool:
+    """Whether a writer (an engine that staged a change, ``serve`` after a write, ``add``)
+    holds the index's write lock now; probed without waiting."""
+    if not (path / layout.LOCK).exists():
+        return False
+    with lock_if_free(path) as free:
+        return not free
