@@ -31,7 +31,7 @@ from hybrid_engine.live.statistics import TermMap, live_counts, scored_views
 from hybrid_engine.live.topk import merge_top_k
 from hybrid_engine.metadata import Filter
 from hybrid_engine.packed import PackedStrings
-from hybrid_engine.results import SearchResult, SparseVectors
+from hybrid_engine.results import SearchResult, SparseVectors, hits_width
 
 Masks = list[np.ndarray | None]
 """One bool mask per segment of the documents a search may return; None: every one."""
@@ -262,9 +262,15 @@ class Snapshot:
 
     # -- the legs -----------------------------------------------------------------------------
 
+    # Each leg returns ``hits_width(k, num_live)`` columns: its segments, each asked for at
+    # most its own size, hold at least that many.
+
     def search_bm25(
         self, queries: list[str], k: int, num_threads: int | None, allowed: Masks
     ) -> SearchResult:
+        k = hits_width(k, self.num_live)
+        if k == 0:
+            return SearchResult.empty(len(queries), 0)
         parts = [
             leg.search(queries, k, num_threads=num_threads, allowed=mask)
             for leg, mask in zip(self._bm25, allowed, strict=True)
@@ -275,6 +281,9 @@ class Snapshot:
         self, vectors: np.ndarray, k: int, num_threads: int | None, allowed: Masks
     ) -> SearchResult:
         """Each run of segments searched as one (``_dense_runs``), merged by score."""
+        k = hits_width(k, self.num_live)
+        if k == 0:
+            return SearchResult.empty(len(vectors), 0)
         parts, bases = [], []
         for start, stop, index in self._dense_runs:
             masks = allowed[start:stop]
@@ -322,6 +331,9 @@ class Snapshot:
     def search_splade(
         self, vectors: SparseVectors, k: int, num_threads: int | None, allowed: Masks
     ) -> SearchResult:
+        k = hits_width(k, self.num_live)
+        if k == 0:
+            return SearchResult.empty(len(vectors.offsets) - 1, 0)
         parts = []
         for segment, mask in zip(self.segments, allowed, strict=True):
             assert segment.splade is not None

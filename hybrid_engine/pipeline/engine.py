@@ -288,7 +288,10 @@ class HybridIndex(Lifecycle, EngineAttributes):
             Query texts. An empty or blank one is a query without hits: it is not encoded,
             and its row is all padding.
         k : int
-            Hits per query (rows padded -1 / -inf as in every retriever).
+            Hits per query, >= 1. The result has ``min(k, len(self))`` columns (the live
+            documents; 0 when there are none), and no stage asks for more hits than there are
+            documents, so a huge ``k`` costs what ``k = len(self)`` does. Rows are padded -1 /
+            -inf where fewer documents match (a filter, a blank query).
         stack : Stack, optional
             Sets ``fusion``, ``weights``, ``depth`` and ``rerank``; its retrievers must be
             this index's (``build(stack=...)``), and giving it with any of those four away
@@ -379,6 +382,7 @@ class HybridIndex(Lifecycle, EngineAttributes):
             dim = state.encoder.dim if state.encoder is not None else 0
             query_vectors = check_query_vectors(query_vectors, len(texts), dim, self.retrievers)
         snapshot = self._snapshot  # one commit for the whole search
+        plan = plan.bounded(snapshot.num_live)
         reranker = self._reranker if plan.rerank is not None else None
         models = Models(state.encoder, state.splade_encoder, reranker)
         allowed = snapshot.allowed(plan.where)
