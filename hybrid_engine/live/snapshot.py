@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -26,6 +26,7 @@ from hybrid_engine.dense.index import DenseIndex, joined_exact
 from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.lexical.statistics import CollectionStats
+from hybrid_engine.live.documents import LiveDocuments
 from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.statistics import TermMap, live_counts, scored_views
 from hybrid_engine.live.topk import merge_top_k
@@ -197,6 +198,47 @@ class Snapshot:
 
     def hit(self, position: int, score: float) -> Hit:
         return self._hit(*self._one(position), score)
+
+    def doc_ids_at(self, positions: np.ndarray) -> list[str]:
+        """The ids at global ``positions`` (int64, none padding), in that order: gathered
+        from each segment's packed ids at once (``PackedStrings.take``), with no Python call
+        per position."""
+        return self._per_segment(positions, lambda docs, rows, _: docs.ids.take(rows))
+
+    def hits_at(self, positions: np.ndarray, scores: np.ndarray) -> list[Hit]:
+        """The hits at global ``positions`` (int64, none padding) with ``scores``, in that
+        order; ids, titles and texts gathered from each segment at once."""
+        values = scores.tolist()
+
+        def hits(docs: LiveDocuments, rows: np.ndarray, picked: np.ndarray) -> list[Hit]:
+            ids, titles, texts = docs.ids.take(rows), docs.titles.take(rows), docs.texts.take(rows)
+            records = docs.metadata.records(rows)
+            return [
+                Hit(doc_id, values[i], title, text[len(title) + 1 :] if title else text, meta)
+                for doc_id, i, title, text, meta in zip(
+                    ids, picked.tolist(), titles, texts, records, strict=True
+                )
+            ]
+
+        return self._per_segment(positions, hits)
+
+    def _per_segment(
+        self,
+        positions: np.ndarray,
+        read: Callable[[LiveDocuments, np.ndarray, np.ndarray], list[Any]],
+    ) -> list[Any]:
+        """``read(docs, rows, picked)`` of each segment holding some of ``positions``
+        (``picked``: their indexes in ``positions``, ``rows`` their local positions), put
+        back in the order of ``positions``. ``read`` returns one item per row, none a
+        sequence."""
+        segments, rows = self.locate(np.asarray(positions, dtype=np.int64))
+        if len(self.segments) == 1:
+            return read(self.segments[0].docs, rows, np.arange(len(rows)))
+        out = np.empty(len(rows), dtype=object)
+        for s in np.unique(segments).tolist():
+            picked = np.flatnonzero(segments == s)
+            out[picked] = read(self.segments[s].docs, rows[picked], picked)
+        return out.tolist()
 
     def get(self, ids: Iterable[str], *, missing_ok: bool) -> list[Hit]:
         """The live documents with ``ids``, in that order, as hits of score NaN.
