@@ -91,6 +91,7 @@ class Snapshot:
             self.bm25_counts = live_counts(legs, self.live, self.term_maps, len(term_map))  # type: ignore[arg-type]
             self._bm25 = scored_views(legs, self.term_maps, *self.bm25_counts)  # type: ignore[arg-type]
         self._ids: dict[str, tuple[int, int]] | None = None
+        self._kinds: dict[str, frozenset[int]] = {}
 
     def with_bm25_statistics(self, stats: CollectionStats, doc_freqs: np.ndarray) -> Snapshot:
         """This snapshot with its BM25 legs scoring with the statistics of a collection that
@@ -291,6 +292,25 @@ class Snapshot:
         return s, int(position - self.bases[s])
 
     # -- filters ------------------------------------------------------------------------------
+
+    def field_kinds(self, field: str) -> frozenset[int]:
+        """The kind codes (``metadata.values``) of the values the live documents hold in
+        ``field``, list items included; empty when none holds it. Computed once per field."""
+        kinds = self._kinds.get(field)
+        if kinds is None:
+            kinds = frozenset()
+            for segment, mask in zip(self.segments, self.live, strict=True):
+                column = segment.docs.metadata.column(field)
+                if column is not None:
+                    kinds |= column.held_kinds(mask)
+            self._kinds[field] = kinds
+        return kinds
+
+    def check_filter(self, where: Filter | None) -> None:
+        """Raise ``TypeError`` when ``where`` compares a field with a value of another type
+        than the values its live documents hold (``Filter.check_kinds``)."""
+        if where is not None:
+            where.check_kinds(self.field_kinds)
 
     def allowed(self, where: Filter | None) -> Masks:
         """Each segment's mask of the live documents matching ``where`` (None: all live)."""

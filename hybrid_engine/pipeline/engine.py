@@ -321,6 +321,10 @@ class HybridIndex(Lifecycle, EngineAttributes):
         mmr_candidates : int
             Candidates MMR picks from, >= 1; at least ``k`` are used, so a row is short of
             ``k`` hits only when fewer documents were retrieved.
+        filter : dict or Filter, optional
+            Only documents whose metadata match it are searched (docs/filters.md); an
+            operand of another type than the values the index holds in its field is a
+            TypeError. None: every document.
         num_threads : int, optional
             Threads of the BM25, dense and SPLADE searches. The ONNX models run in the threads
             they were loaded with (``Encoder.load(num_threads=...)``, or ``num_threads`` of
@@ -354,7 +358,9 @@ class HybridIndex(Lifecycle, EngineAttributes):
             not combine (ValueError) or that are not a dict (TypeError); ``query_vectors``
             without the dense leg, of another shape or not finite (ValueError) or not a
             float32 array (TypeError); both ``stack`` and fusion/weights/depth/rerank, or a
-            stack of other retrievers; ``budget_ms`` not a positive number (ValueError).
+            stack of other retrievers; ``budget_ms`` not a positive number (ValueError); a
+            ``filter`` comparing a field with a value of another type than the values the
+            index holds in it (TypeError naming the field and both types; docs/filters.md).
         StageError
             ``strict`` and a stage failed, or every leg failed (nothing to fuse).
         """
@@ -385,6 +391,7 @@ class HybridIndex(Lifecycle, EngineAttributes):
         plan = plan.bounded(snapshot.num_live)
         reranker = self._reranker if plan.rerank is not None else None
         models = Models(state.encoder, state.splade_encoder, reranker)
+        snapshot.check_filter(plan.where)
         allowed = snapshot.allowed(plan.where)
         return run_search(
             plan,
