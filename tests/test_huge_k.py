@@ -6,6 +6,7 @@ bounded by the documents, not by ``k``."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -234,3 +235,34 @@ def test_huge_k_memory_is_bounded_by_the_documents() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split() for line in done.stdout.splitlines())
     assert lines == dict.fromkeys(("bm25", "dense", "splade", "hybrid", "mmr"), "40"), done.stdout
+
+
+_CLI_SCRIPT = """
+import resource, sys
+from hybrid_engine.cli import main
+
+with open("/proc/self/status") as status:
+    size = next(int(line.split()[1]) for line in status if line.startswith("VmSize:")) * 1024
+limit = size + 1024 * 2**20
+resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+sys.exit(main(["search", sys.argv[1], "cat", "-k", "1000000000", "--json"]))
+"""
+
+
+def test_the_cli_searches_a_huge_k(tmp_path: Path) -> None:
+    """``hybrid-engine search IDX q -k 1000000000`` under an address-space limit 1 GB above
+    the process's start answers every matching document."""
+    corpus = [{"_id": f"d{i}", "text": f"cat dog {i}" if i % 2 else f"fish {i}"} for i in range(30)]
+    HybridIndex.build(corpus, retrievers=("bm25",)).save(tmp_path / "idx")
+    env = {"PYTHONPATH": str(REPO), "MALLOC_ARENA_MAX": "2", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", _CLI_SCRIPT, str(tmp_path / "idx")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+        env={**env, "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    hits = json.loads(done.stdout)["hits"]
+    assert sorted(hit["id"] for hit in hits) == sorted(f"d{i}" for i in range(30) if i % 2)
