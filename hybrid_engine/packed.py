@@ -10,6 +10,13 @@ import numpy as np
 
 from hybrid_engine.storage import delimits
 
+LONG_STRING = 64
+"""``PackedStrings.take`` decodes strings one at a time when they average more bytes than this
+(texts): the byte-wise gather then costs more than a call per string."""
+TAKE_BYTES = 1 << 22
+"""``PackedStrings.take`` gathers and decodes at most about this many bytes at once, so its
+scratch stays small whatever it reads (a string longer than this alone)."""
+
 
 def pack_utf8(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """``strings`` as one uint8 array of their UTF-8 bytes and int64 offsets (``len + 1``).
@@ -86,6 +93,46 @@ class PackedStrings(Sequence[str]):
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
+
+    def take(self, positions: np.ndarray) -> list[str]:
+        """The strings at ``positions`` (1-d int, each in ``[0, len(self))``), in that order.
+
+        Short strings (ids; ``LONG_STRING``) are read in whole-array work: their bytes are
+        gathered by numpy, joined by NUL bytes and decoded and split at once, with no Python
+        call per string (a string holding a NUL is decoded on its own instead), about
+        ``TAKE_BYTES`` at a time.
+        """
+        positions = np.asarray(positions, dtype=np.int64)
+        if len(positions) == 0:
+            return []
+        if positions.min() < 0 or positions.max() >= len(self):
+            raise IndexError(f"positions must lie in [0, {len(self)}) for {len(self)} strings")
+        ends = np.cumsum(self._offsets[positions + 1] - self._offsets[positions])
+        if ends[-1] > LONG_STRING * len(positions):  # long strings: copies outweigh the calls
+            return [self[int(i)] for i in positions]
+        strings: list[str] = []
+        start = 0
+        while start < len(positions):
+            done = int(ends[start - 1]) if start else 0
+            stop = int(np.searchsorted(ends, done + TAKE_BYTES, side="right"))
+            strings += self._joined(positions[start : max(stop, start + 1)])
+            start = max(stop, start + 1)
+        return strings
+
+    def _joined(self, positions: np.ndarray) -> list[str]:
+        """``take`` of a few positions: one gather, one decode, one split."""
+        starts = self._offsets[positions]
+        lengths = self._offsets[positions + 1] - starts
+        ends = np.cumsum(lengths)
+        within = np.arange(int(ends[-1])) - np.repeat(ends - lengths, lengths)
+        # Each string's bytes, then one NUL (a separator: the last string has none).
+        placed = np.repeat(ends - lengths + np.arange(len(positions)), lengths) + within
+        joined = np.zeros(int(ends[-1]) + len(positions) - 1, dtype=np.uint8)
+        joined[placed] = self._data[np.repeat(starts, lengths) + within]
+        texts = joined.tobytes().decode("utf-8", "surrogatepass").split("\x00")
+        if len(texts) != len(positions):  # a string held a NUL: split where it should not
+            return [self[int(i)] for i in positions]
+        return texts
 
     @overload
     def __getitem__(self, position: int) -> str: ...

@@ -9,22 +9,34 @@ from typing import NamedTuple
 import numpy as np
 
 PAD_ID = -1
-"""Sentinel in ``SearchResult.ids`` where a query has fewer than ``k`` hits."""
+"""Sentinel in ``SearchResult.ids`` where a query has fewer hits than its row has columns."""
+
+
+def hits_width(k: int, n_docs: int) -> int:
+    """The columns of a result of ``k`` hits per query over ``n_docs`` documents:
+    ``min(k, n_docs)``. No row can hold more hits than there are documents, so a result (and
+    every buffer behind it) is sized by the index, never by a huge ``k``."""
+    return min(k, n_docs)
 
 
 @dataclass(frozen=True)
 class SearchResult:
     """Top-k hits of a batch of queries.
 
+    A search for ``k`` hits over ``n`` documents returns ``width = min(k, n)`` columns
+    (``hits_width``; ``n`` counts the index's live documents, whether a filter allows them or
+    not): a ``k`` above the document count costs no more than ``k = n``.
+
     Attributes
     ----------
     ids : numpy.ndarray
-        int64, shape ``(n_queries, k)``: positions into the corpus, best first. ``-1``
-        (``PAD_ID``) pads rows of queries with fewer than ``k`` hits; padding is always at the
-        end of a row.
+        int64, shape ``(n_queries, width)``: positions into the corpus, best first. ``-1``
+        (``PAD_ID``) pads rows of queries with fewer hits than ``width`` (fewer documents
+        match: a filter, query terms that few documents hold); padding is always at the end
+        of a row.
     scores : numpy.ndarray
-        float32, shape ``(n_queries, k)``: higher is better, rows sorted descending; ``-inf``
-        where ``ids == -1``. Equal scores are ordered by ascending position.
+        float32, shape ``(n_queries, width)``: higher is better, rows sorted descending;
+        ``-inf`` where ``ids == -1``. Equal scores are ordered by ascending position.
     """
 
     ids: np.ndarray

@@ -64,12 +64,14 @@ def compare_with_oracle(
 ) -> Comparison:
     """Assert each row is the oracle's top-k (ties by position) up to float32 near-ties.
 
-    A row must hold exactly ``min(k, matching documents)`` hits, then padding; each hit must
+    ``min(k, documents)`` columns; a row must hold exactly ``min(k, matching documents)``
+    hits, then padding; each hit must
     match and score within ``SCORE_RTOL`` of the oracle; ids must equal the oracle's top-k,
     except where the two swapped documents' oracle scores are within ``NEAR_TIE``. With
     ``allowed``, only the documents it marks count as matching.
     """
-    assert result.ids.shape == result.scores.shape == (len(query_tokens), k)
+    width = min(k, oracle.n)  # a row has at most every document (results.hits_width)
+    assert result.ids.shape == result.scores.shape == (len(query_tokens), width)
     assert result.ids.dtype == np.int64 and result.scores.dtype == np.float32
     comparison = Comparison()
     for q, tokens in enumerate(query_tokens):

@@ -30,12 +30,13 @@ def unit_rows(vectors: np.ndarray) -> list[list[float]]:
 def knn(
     vectors: np.ndarray, queries: np.ndarray, k: int, metric: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, scores) of the exact top-k, padded with -1 / -inf."""
+    """(ids, scores) of the exact top-k, ``min(k, len(vectors))`` columns."""
     if metric == "cosine":
         docs, qs = unit_rows(vectors), unit_rows(queries)
     else:
         docs = np.asarray(vectors, dtype=np.float32).tolist()
         qs = np.asarray(queries, dtype=np.float32).tolist()
+    k = min(k, len(docs))
     ids = np.full((len(qs), k), -1, dtype=np.int64)
     scores = np.full((len(qs), k), -np.inf, dtype=np.float32)
     for row, query in enumerate(qs):

@@ -78,8 +78,9 @@ def quantized_matrix(docs: np.ndarray) -> tuple[np.ndarray, float]:
 
 def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(ids, scores) ranked by float32 score descending, then position; only positive scores
-    are hits, short rows padded -1 / -inf."""
+    are hits, ``min(k, n_docs)`` columns, short rows padded -1 / -inf."""
     n_queries, n_docs = scores.shape
+    k = min(k, n_docs)
     ids = np.full((n_queries, k), -1, np.int64)
     out = np.full((n_queries, k), -np.inf, np.float32)
     for q in range(n_queries):

@@ -37,8 +37,8 @@ def path(request, monkeypatch) -> str:
 
 def masked_exhaustive(full: SearchResult, allowed: np.ndarray, k: int) -> SearchResult:
     """The rows of an exhaustive unmasked search with the disallowed documents removed, cut
-    at ``k`` and padded: what a masked search must return."""
-    out = SearchResult.empty(len(full.ids), k)
+    at ``k`` and padded to ``min(k, documents)`` columns: what a masked search must return."""
+    out = SearchResult.empty(len(full.ids), min(k, len(allowed)))
     for q, (ids, scores) in enumerate(zip(full.ids, full.scores)):
         keep = (ids >= 0) & allowed[np.maximum(ids, 0)]
         n = min(k, int(keep.sum()))

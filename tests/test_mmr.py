@@ -76,7 +76,7 @@ def test_matches_oracle(seed: int, n_docs: int, k: int, lam: float, width: int) 
         np.testing.assert_allclose(
             result.scores[row][: len(got)], [v for _, v in expected], rtol=1e-5, atol=1e-6
         )
-        assert list(result.ids[row][len(got) :]) == [-1] * (k - len(got))
+        assert list(result.ids[row][len(got) :]) == [-1] * (min(k, width) - len(got))
         scores = result.scores[row][: len(got)]
         assert all(scores[i] >= scores[i + 1] for i in range(len(got) - 1))
 

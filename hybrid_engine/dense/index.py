@@ -29,7 +29,7 @@ from hybrid_engine.dense.growth import DenseGrowth
 from hybrid_engine.dense.params import DEFAULT_EF_SEARCH, DEFAULT_EXACT_THRESHOLD, DenseParams
 from hybrid_engine.dense.store import VectorStore
 from hybrid_engine.protocols import TextEncoder
-from hybrid_engine.results import SearchResult
+from hybrid_engine.results import SearchResult, hits_width
 from hybrid_engine.storage import verify_default
 
 
@@ -199,8 +199,9 @@ class DenseIndex(DenseGrowth):
             encoded and gets an all-padding row), or query vectors of shape ``(dim,)`` or
             ``(n_queries, dim)``, any real dtype (scaled to unit length under cosine).
         k : int
-            Hits per query, >= 1. Rows are padded (id -1, score -inf) past the number of
-            documents.
+            Hits per query, >= 1; a ``k`` above the number of documents ``n`` asks for all of
+            them (the result has ``min(k, n)`` columns). Rows are padded (id -1, score -inf)
+            past the number of allowed documents.
         exact : bool
             Score every (allowed) vector, the recall reference, even when the index has a
             graph.
@@ -220,11 +221,12 @@ class DenseIndex(DenseGrowth):
         Returns
         -------
         SearchResult
-            ``ids`` int64 positions and ``scores`` float32, shape ``(n_queries, k)``; rows
-            sorted by descending score, equal scores by ascending position. Scores are the
-            same on both paths: the float32 products (exact in float64) summed in float64,
-            which is exact but for that sum's rounding (it matters only when products near the
-            float32 maximum cancel); through the graph, a true neighbour may be missed.
+            ``ids`` int64 positions and ``scores`` float32, shape ``(n_queries, min(k,
+            num_documents))``; rows sorted by descending score, equal scores by ascending
+            position. Scores are the same on both paths: the float32 products (exact in
+            float64) summed in float64, which is exact but for that sum's rounding (it matters
+            only when products near the float32 maximum cancel); through the graph, a true
+            neighbour may be missed.
 
         Raises
         ------
@@ -237,7 +239,7 @@ class DenseIndex(DenseGrowth):
             Queries that are neither texts nor a numeric array, a mix of both; encoder output
             that is not a float32 array; ``allowed`` that is not a numpy bool array.
         """
-        k = check_k(k)
+        k = hits_width(check_k(k), self.num_documents)
         threads = check_threads(num_threads)
         if allowed is not None:
             allowed = check_allowed(allowed, self.num_documents)

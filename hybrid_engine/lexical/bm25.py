@@ -18,7 +18,7 @@ from hybrid_engine.lexical.bm25_format import read_index, write_index
 from hybrid_engine.lexical.bm25_params import BM25Params
 from hybrid_engine.lexical.statistics import CollectionStats, check_statistics
 from hybrid_engine.lexical.weighted import weighted_queries
-from hybrid_engine.results import SearchResult
+from hybrid_engine.results import SearchResult, hits_width
 from hybrid_engine.storage import verify_default
 
 IMPACT_CACHE_MAX_BYTES = 2 << 30
@@ -110,10 +110,11 @@ class BM25Index(BM25Attributes):
         queries : str, sequence of str or 1-d numpy array of str
             One query or a batch; analysed like the documents.
         k : int
-            Hits per query, >= 1. Rows are padded (id -1, score -inf) when fewer documents
-            hold any query term, e.g. ``k`` above the number of documents, or a query made only
-            of unknown words or stopwords; an empty or blank query is such a query (its row is
-            all padding), in a batch too.
+            Hits per query, >= 1; a ``k`` above the number of documents ``n`` asks for all of
+            them (the result has ``min(k, n)`` columns). Rows are padded (id -1, score -inf)
+            when fewer documents hold any query term, e.g. a query made only of unknown words
+            or stopwords; an empty or blank query is such a query (its row is all padding), in
+            a batch too.
         num_threads : int, optional
             Threads scoring the batch; when None, up to all cores for large batches (one per
             32 queries).
@@ -128,7 +129,7 @@ class BM25Index(BM25Attributes):
         Returns
         -------
         SearchResult
-            ``ids`` int64 and ``scores`` float32, shape ``(n_queries, k)``.
+            ``ids`` int64 and ``scores`` float32, shape ``(n_queries, min(k, num_documents))``.
 
         Raises
         ------
@@ -141,7 +142,7 @@ class BM25Index(BM25Attributes):
             A posting list the queries read is malformed (an index loaded without ``verify``).
         """
         texts = check_queries(queries)
-        k = check_k(k)
+        k = hits_width(check_k(k), self.num_documents)
         terms, weights, offsets = self._encoder.encode(texts)
         return self._searcher.search((terms, weights, offsets), k, num_threads, allowed=allowed)
 
@@ -172,7 +173,7 @@ class BM25Index(BM25Attributes):
         Returns
         -------
         SearchResult
-            ``ids`` int64 and ``scores`` float32, shape ``(n_queries, k)``.
+            ``ids`` int64 and ``scores`` float32, shape ``(n_queries, min(k, num_documents))``.
 
         Raises
         ------
@@ -183,7 +184,8 @@ class BM25Index(BM25Attributes):
             score passes the float32 range), or a bad ``allowed``.
         """
         encoded = weighted_queries(queries, self.term_id)
-        return self._searcher.search(encoded, check_k(k), num_threads, allowed=allowed)
+        k = hits_width(check_k(k), self.num_documents)
+        return self._searcher.search(encoded, k, num_threads, allowed=allowed)
 
     # -- collection statistics ----------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -27,12 +27,13 @@ from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.ids import check_ids
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.lexical.statistics import CollectionStats
+from hybrid_engine.live.documents import LiveDocuments
 from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.statistics import TermMap, live_counts, scored_views
 from hybrid_engine.live.topk import merge_top_k
 from hybrid_engine.metadata import Filter
 from hybrid_engine.packed import PackedStrings
-from hybrid_engine.results import SearchResult, SparseVectors
+from hybrid_engine.results import SearchResult, SparseVectors, hits_width
 
 Masks = list[np.ndarray | None]
 """One bool mask per segment of the documents a search may return; None: every one."""
@@ -91,6 +92,7 @@ class Snapshot:
             self.bm25_counts = live_counts(legs, self.live, self.term_maps, len(term_map))  # type: ignore[arg-type]
             self._bm25 = scored_views(legs, self.term_maps, *self.bm25_counts)  # type: ignore[arg-type]
         self._ids: dict[str, tuple[int, int]] | None = None
+        self._kinds: dict[str, frozenset[int]] = {}
 
     def with_bm25_statistics(self, stats: CollectionStats, doc_freqs: np.ndarray) -> Snapshot:
         """This snapshot with its BM25 legs scoring with the statistics of a collection that
@@ -199,6 +201,47 @@ class Snapshot:
     def hit(self, position: int, score: float) -> Hit:
         return self._hit(*self._one(position), score)
 
+    def doc_ids_at(self, positions: np.ndarray) -> list[str]:
+        """The ids at global ``positions`` (int64, none padding), in that order: gathered
+        from each segment's packed ids at once (``PackedStrings.take``), with no Python call
+        per position."""
+        return self._per_segment(positions, lambda docs, rows, _: docs.ids.take(rows))
+
+    def hits_at(self, positions: np.ndarray, scores: np.ndarray) -> list[Hit]:
+        """The hits at global ``positions`` (int64, none padding) with ``scores``, in that
+        order; ids, titles and texts gathered from each segment at once."""
+        values = scores.tolist()
+
+        def hits(docs: LiveDocuments, rows: np.ndarray, picked: np.ndarray) -> list[Hit]:
+            ids, titles, texts = docs.ids.take(rows), docs.titles.take(rows), docs.texts.take(rows)
+            records = docs.metadata.records(rows)
+            return [
+                Hit(doc_id, values[i], title, text[len(title) + 1 :] if title else text, meta)
+                for doc_id, i, title, text, meta in zip(
+                    ids, picked.tolist(), titles, texts, records, strict=True
+                )
+            ]
+
+        return self._per_segment(positions, hits)
+
+    def _per_segment(
+        self,
+        positions: np.ndarray,
+        read: Callable[[LiveDocuments, np.ndarray, np.ndarray], list[Any]],
+    ) -> list[Any]:
+        """``read(docs, rows, picked)`` of each segment holding some of ``positions``
+        (``picked``: their indexes in ``positions``, ``rows`` their local positions), put
+        back in the order of ``positions``. ``read`` returns one item per row, none a
+        sequence."""
+        segments, rows = self.locate(np.asarray(positions, dtype=np.int64))
+        if len(self.segments) == 1:
+            return read(self.segments[0].docs, rows, np.arange(len(rows)))
+        out = np.empty(len(rows), dtype=object)
+        for s in np.unique(segments).tolist():
+            picked = np.flatnonzero(segments == s)
+            out[picked] = read(self.segments[s].docs, rows[picked], picked)
+        return out.tolist()
+
     def get(self, ids: Iterable[str | int], *, missing_ok: bool) -> list[Hit]:
         """The live documents with ``ids``, in that order, as hits of score NaN.
 
@@ -248,6 +291,25 @@ class Snapshot:
 
     # -- filters ------------------------------------------------------------------------------
 
+    def field_kinds(self, field: str) -> frozenset[int]:
+        """The kind codes (``metadata.values``) of the values the live documents hold in
+        ``field``, list items included; empty when none holds it. Computed once per field."""
+        kinds = self._kinds.get(field)
+        if kinds is None:
+            kinds = frozenset()
+            for segment, mask in zip(self.segments, self.live, strict=True):
+                column = segment.docs.metadata.column(field)
+                if column is not None:
+                    kinds |= column.held_kinds(mask)
+            self._kinds[field] = kinds
+        return kinds
+
+    def check_filter(self, where: Filter | None) -> None:
+        """Raise ``TypeError`` when ``where`` compares a field with a value of another type
+        than the values its live documents hold (``Filter.check_kinds``)."""
+        if where is not None:
+            where.check_kinds(self.field_kinds)
+
     def allowed(self, where: Filter | None) -> Masks:
         """Each segment's mask of the live documents matching ``where`` (None: all live)."""
         if where is None:
@@ -260,9 +322,15 @@ class Snapshot:
 
     # -- the legs -----------------------------------------------------------------------------
 
+    # Each leg returns ``hits_width(k, num_live)`` columns: its segments, each asked for at
+    # most its own size, hold at least that many.
+
     def search_bm25(
         self, queries: list[str], k: int, num_threads: int | None, allowed: Masks
     ) -> SearchResult:
+        k = hits_width(k, self.num_live)
+        if k == 0:
+            return SearchResult.empty(len(queries), 0)
         parts = [
             leg.search(queries, k, num_threads=num_threads, allowed=mask)
             for leg, mask in zip(self._bm25, allowed, strict=True)
@@ -273,6 +341,9 @@ class Snapshot:
         self, vectors: np.ndarray, k: int, num_threads: int | None, allowed: Masks
     ) -> SearchResult:
         """Each run of segments searched as one (``_dense_runs``), merged by score."""
+        k = hits_width(k, self.num_live)
+        if k == 0:
+            return SearchResult.empty(len(vectors), 0)
         parts, bases = [], []
         for start, stop, index in self._dense_runs:
             masks = allowed[start:stop]
@@ -320,6 +391,9 @@ class Snapshot:
     def search_splade(
         self, vectors: SparseVectors, k: int, num_threads: int | None, allowed: Masks
     ) -> SearchResult:
+        k = hits_width(k, self.num_live)
+        if k == 0:
+            return SearchResult.empty(len(vectors.offsets) - 1, 0)
         parts = []
         for segment, mask in zip(self.segments, allowed, strict=True):
             assert segment.splade is not None

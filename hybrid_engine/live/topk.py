@@ -12,7 +12,10 @@ from hybrid_engine.results import PAD_ID, SearchResult
 def merge_top_k(parts: Sequence[SearchResult], bases: Sequence[int], k: int) -> SearchResult:
     """The best ``k`` of each row over ``parts`` (one per segment, local positions), their ids
     shifted by the segment's ``bases`` entry: rows by descending score, equal scores by
-    ascending global position (a single index's order), padding (-1, -inf) last."""
+    ascending global position (a single index's order), padding (-1, -inf) last.
+
+    ``min(k, columns of all parts)`` columns: never wider than the hits the parts hold."""
+    k = min(k, sum(p.ids.shape[1] for p in parts))
     if len(parts) == 1:
         only = parts[0]
         if bases[0] == 0:

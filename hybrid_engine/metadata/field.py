@@ -138,6 +138,12 @@ class FieldColumn:
         out[self.owner[hits]] = True
         return out
 
+    def held_kinds(self, documents: np.ndarray | None = None) -> frozenset[int]:
+        """The kind codes of the values ``documents`` (bool ``(n,)``; None: every document)
+        hold, list items included."""
+        kinds = self.kinds if documents is None else self.kinds[documents[self.owner]]
+        return frozenset(np.unique(kinds).tolist())
+
     def kind_names(self) -> frozenset[str]:
         """The kinds the values hold, plus ``"list"`` when some document holds a list."""
         names = {KIND_NAMES[k] for k in np.unique(self.kinds).tolist()}

@@ -18,12 +18,14 @@ A value is None, a bool, an int within ±2**53, a finite float or a str. A list 
 operator when one of its items does; ``$ne`` and ``$nin`` are the negations of ``$eq`` and
 ``$in`` (so they match documents without the field); ``$eq None`` matches a None value and a
 missing field. Numbers compare with numbers, strings with strings (code point order), bools
-only by equality with bools; a value of another kind never matches.
+only by equality with bools. Against a collection (``check_kinds``, which every search
+applies), an operand of another type than the values its field holds is a TypeError; a field
+no document holds matches as an empty one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -130,6 +132,28 @@ class Filter:
         if not isinstance(columns, MetadataColumns):
             raise TypeError(f"expected MetadataColumns, got {type(columns).__name__}")
         return self._root.mask(columns)
+
+    def check_kinds(self, kinds_of: Callable[[str], frozenset[int]]) -> None:
+        """Refuse an operand of another type than the values its field holds.
+
+        Parameters
+        ----------
+        kinds_of : callable
+            A field's name to the kind codes (``values.NULL`` ... ``values.STR``) of the
+            values the collection holds in it, list items included; empty for a field no
+            document holds.
+
+        Raises
+        ------
+        TypeError
+            An operand of ``$eq``, ``$ne``, ``$in``, ``$nin`` or a range operator that cannot
+            compare with any value of its field (a str against a field of numbers, a number
+            against a field of str, a bool against a field without bools...): the message
+            names the condition, the field, the kinds it holds and the operand's. Ints and
+            floats are both numbers; None, ``$exists``, and a field that holds no value but
+            None (or no document holds) are never refused.
+        """
+        self._root.check_kinds(kinds_of)
 
     def __repr__(self) -> str:
         return f"Filter({self._root.render()})"

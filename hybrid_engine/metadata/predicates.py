@@ -11,12 +11,21 @@ looked up in each column's own dictionary when the mask is computed.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hybrid_engine.metadata.values import BOOL, MISSING, NULL
+from hybrid_engine.metadata.values import (
+    BOOL,
+    FLOAT,
+    INT,
+    KIND_NAMES,
+    MISSING,
+    NULL,
+    STR,
+    scalar_kind,
+)
 
 if TYPE_CHECKING:
     from hybrid_engine.metadata.columns import MetadataColumns
@@ -33,6 +42,8 @@ RANGES: dict[str, np.ufunc] = {
 }
 """The range operators and their comparison."""
 _SYMBOLS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+_CLASSES = {BOOL: "bool", INT: "number", FLOAT: "number", STR: "str"}
+"""What each kind of value compares with: ints and floats are both numbers."""
 
 
 class Predicate(ABC):
@@ -51,6 +62,30 @@ class Predicate(ABC):
     @abstractmethod
     def render(self) -> str:
         """The condition as a readable expression."""
+
+    @abstractmethod
+    def check_kinds(self, kinds_of: Callable[[str], frozenset[int]]) -> None:
+        """Raise ``TypeError`` when an operand cannot compare with the values its field holds
+        (``check_operand``); ``kinds_of(field)`` gives the kind codes a field holds."""
+
+
+def check_operand(field: str, operand: Scalar, held: frozenset[int], condition: str) -> None:
+    """``TypeError`` unless ``operand`` can compare with a value of the kinds ``held`` by
+    ``field``: numbers (int and float) with numbers, strings with strings, bools with bools.
+    None compares with every field, and a field holding no value but None (or none at all)
+    with every operand (it matches nothing, as before)."""
+    values = held - {NULL}
+    if operand is None or not values:
+        return
+    kind = scalar_kind(operand, f"field {field!r}")
+    if _CLASSES[kind] in {_CLASSES[k] for k in values}:
+        return
+    names = " and ".join(KIND_NAMES[k] for k in sorted(values))
+    raise TypeError(
+        f"filter {condition}: field {field!r} holds {names} values in the index, and the "
+        f"{KIND_NAMES[kind]} {operand!r:.100} cannot compare with them; give a value of the "
+        f"field's type (numbers compare with int and float alike)"
+    )
 
 
 class FieldPredicate(Predicate):
@@ -111,6 +146,9 @@ class Equals(FieldPredicate):
     def values(self, column: FieldColumn) -> np.ndarray:
         return _equal(column, self.operand)
 
+    def check_kinds(self, kinds_of: Callable[[str], frozenset[int]]) -> None:
+        check_operand(self.field, self.operand, kinds_of(self.field), self.render())
+
     def render(self) -> str:
         return f"{self.field} == {self.operand!r}"
 
@@ -146,6 +184,11 @@ class Within(FieldPredicate):
     def render(self) -> str:
         return f"{self.field} in {list(self.operands)!r}"
 
+    def check_kinds(self, kinds_of: Callable[[str], frozenset[int]]) -> None:
+        held = kinds_of(self.field)
+        for operand in self.operands:
+            check_operand(self.field, operand, held, self.render())
+
 
 class Compares(FieldPredicate):
     """``{field: {op: operand}}`` for a range operator: numbers against a number operand,
@@ -174,6 +217,9 @@ class Compares(FieldPredicate):
     def render(self) -> str:
         return f"{self.field} {_SYMBOLS[self.op]} {self.operand!r}"
 
+    def check_kinds(self, kinds_of: Callable[[str], frozenset[int]]) -> None:
+        check_operand(self.field, self.operand, kinds_of(self.field), self.render())
+
 
 class Exists(Predicate):
     """``{field: {"$exists": present}}``: the document holds the field (even None or an empty
@@ -195,6 +241,9 @@ class Exists(Predicate):
 
     def render(self) -> str:
         return f"{'' if self.present else 'not '}exists({self.field})"
+
+    def check_kinds(self, kinds_of: Callable[[str], frozenset[int]]) -> None:
+        """``$exists`` has no operand to compare: it goes with every field."""
 
 
 class All(Predicate):
@@ -219,6 +268,10 @@ class All(Predicate):
             return "every document"
         return " and ".join(_grouped(c) for c in self.children)
 
+    def check_kinds(self, kinds_of: Callable[[str], frozenset[int]]) -> None:
+        for child in self.children:
+            child.check_kinds(kinds_of)
+
 
 class AnyOf(Predicate):
     """At least one condition holds."""
@@ -240,6 +293,10 @@ class AnyOf(Predicate):
     def render(self) -> str:
         return " or ".join(_grouped(c) for c in self.children)
 
+    def check_kinds(self, kinds_of: Callable[[str], frozenset[int]]) -> None:
+        for child in self.children:
+            child.check_kinds(kinds_of)
+
 
 class Negation(Predicate):
     """The condition does not hold (``$not``, ``$ne``, ``$nin``)."""
@@ -257,6 +314,9 @@ class Negation(Predicate):
 
     def render(self) -> str:
         return f"not ({self.child.render()})"
+
+    def check_kinds(self, kinds_of: Callable[[str], frozenset[int]]) -> None:
+        self.child.check_kinds(kinds_of)
 
 
 def _grouped(predicate: Predicate) -> str:

@@ -289,7 +289,10 @@ class HybridIndex(Lifecycle, EngineAttributes):
             Query texts. An empty or blank one is a query without hits: it is not encoded,
             and its row is all padding.
         k : int
-            Hits per query (rows padded -1 / -inf as in every retriever).
+            Hits per query, >= 1. The result has ``min(k, len(self))`` columns (the live
+            documents; 0 when there are none), and no stage asks for more hits than there are
+            documents, so a huge ``k`` costs what ``k = len(self)`` does. Rows are padded -1 /
+            -inf where fewer documents match (a filter, a blank query).
         stack : Stack, optional
             Sets ``fusion``, ``weights``, ``depth`` and ``rerank``; its retrievers must be
             this index's (``build(stack=...)``), and giving it with any of those four away
@@ -319,6 +322,10 @@ class HybridIndex(Lifecycle, EngineAttributes):
         mmr_candidates : int
             Candidates MMR picks from, >= 1; at least ``k`` are used, so a row is short of
             ``k`` hits only when fewer documents were retrieved.
+        filter : dict or Filter, optional
+            Only documents whose metadata match it are searched (docs/filters.md); an
+            operand of another type than the values the index holds in its field is a
+            TypeError. None: every document.
         num_threads : int, optional
             Threads of the BM25, dense and SPLADE searches. The ONNX models run in the threads
             they were loaded with (``Encoder.load(num_threads=...)``, or ``num_threads`` of
@@ -352,7 +359,9 @@ class HybridIndex(Lifecycle, EngineAttributes):
             not combine (ValueError) or that are not a dict (TypeError); ``query_vectors``
             without the dense leg, of another shape or not finite (ValueError) or not a
             float32 array (TypeError); both ``stack`` and fusion/weights/depth/rerank, or a
-            stack of other retrievers; ``budget_ms`` not a positive number (ValueError).
+            stack of other retrievers; ``budget_ms`` not a positive number (ValueError); a
+            ``filter`` comparing a field with a value of another type than the values the
+            index holds in it (TypeError naming the field and both types; docs/filters.md).
         StageError
             ``strict`` and a stage failed, or every leg failed (nothing to fuse).
         """
@@ -380,8 +389,10 @@ class HybridIndex(Lifecycle, EngineAttributes):
             dim = state.encoder.dim if state.encoder is not None else 0
             query_vectors = check_query_vectors(query_vectors, len(texts), dim, self.retrievers)
         snapshot = self._snapshot  # one commit for the whole search
+        plan = plan.bounded(snapshot.num_live)
         reranker = self._reranker if plan.rerank is not None else None
         models = Models(state.encoder, state.splade_encoder, reranker)
+        snapshot.check_filter(plan.where)
         allowed = snapshot.allowed(plan.where)
         return run_search(
             plan,

@@ -65,7 +65,9 @@ def fuse(
         positions into the same corpus; widths (``k``) may differ. ``-1`` ids are padding and
         are ignored; an all-padding row gives its query nothing.
     k : int
-        Hits per query in the output, >= 1.
+        Hits per query in the output, >= 1; at most the candidates' count is used: the output
+        has ``min(k, c)`` columns, ``c`` the columns of ``results`` together (each cut at
+        ``depth``), so a huge ``k`` costs no more than the inputs.
     method : str
         One of ``METHODS``.
     weights : sequence of float, optional
@@ -78,7 +80,8 @@ def fuse(
     Returns
     -------
     SearchResult
-        ``ids`` int64 positions and ``scores`` float32 fused scores, shape ``(n_queries, k)``;
+        ``ids`` int64 positions and ``scores`` float32 fused scores, shape ``(n_queries,
+        min(k, c))``;
         rows sorted by descending score, equal scores by ascending position, padded with -1 /
         -inf past the number of candidates.
 
@@ -136,13 +139,9 @@ def fuse(
     # Heads are in ascending position within a row: a stable sort by score keeps ties so.
     score32 = np.where(head, fused, -np.inf).astype(np.float32)
     best = np.argsort(-score32, axis=1, kind="stable")[:, :k]
-    out = SearchResult.empty(n_queries, k)
-    width = best.shape[1]
-    out.scores[:, :width] = np.take_along_axis(score32, best, axis=1)
-    out.ids[:, :width] = np.where(
-        np.isfinite(out.scores[:, :width]), np.take_along_axis(ids, best, axis=1), PAD_ID
-    )
-    return out
+    scores = np.take_along_axis(score32, best, axis=1)
+    found = np.take_along_axis(ids, best, axis=1)
+    return SearchResult(np.where(np.isfinite(scores), found, PAD_ID), scores)
 
 
 def _list_values(

@@ -40,6 +40,8 @@ def mmr(
         other rows need not be finite.
     k : int
         Picks per query, >= 1; rows are padded (-1 / -inf) past the number of candidates.
+        The result has ``min(k, candidates' columns)`` columns: a huge ``k`` costs no more
+        than the candidates.
     lambda_ : float
         In ``[0, 1]``: 1 ranks by relevance alone, 0 by novelty alone.
 
@@ -74,7 +76,7 @@ def mmr(
         raise ValueError("query_vectors must be finite (no NaN or inf)")
     ids = candidates.ids
     used, docs = _candidate_rows(ids, corpus)
-    out = SearchResult.empty(len(candidates), int(k))
+    out = SearchResult.empty(len(candidates), min(k, ids.shape[1]))
     for row, (query, row_ids) in enumerate(zip(queries, ids, strict=True)):
         pool = np.unique(row_ids[row_ids != PAD_ID])  # ascending: ties go to the lowest position
         if len(pool) == 0:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hybrid_engine.checks import check_int, check_k
@@ -12,6 +12,7 @@ from hybrid_engine.pipeline.budget import check_budget
 from hybrid_engine.pipeline.fusion import check_method, check_weights
 from hybrid_engine.pipeline.legs import leg_weights
 from hybrid_engine.pipeline.rerank import RerankerVerdict, check_blend
+from hybrid_engine.results import hits_width
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class SearchPlan:
     Attributes
     ----------
     k : int
-        Hits per query returned.
+        Hits per query returned (``bounded``: at most the live documents).
     fusion : str
         ``fuse``'s method.
     weights : list of float or None
@@ -118,10 +119,25 @@ class SearchPlan:
             budget_ms=check_budget(budget_ms),
         )
 
+    def bounded(self, n_docs: int) -> SearchPlan:
+        """This plan over a collection of ``n_docs`` live documents: ``k`` becomes
+        ``hits_width(k, n_docs)`` (the width of the result), and no stage asks for more hits
+        than there are documents (``depth``, ``rerank`` and the MMR pool at most
+        ``max(n_docs, 1)``), so what a search holds is bounded by the collection, not by
+        ``k``."""
+        most = max(n_docs, 1)
+        return replace(
+            self,
+            k=hits_width(self.k, n_docs),
+            depth=min(self.depth, most),
+            rerank=None if self.rerank is None else min(self.rerank, most),
+            mmr_pool=min(self.mmr_pool, most),
+        )
+
     @property
     def candidates(self) -> int:
-        """Fused hits kept per query: enough for the reranker and MMR."""
-        return max(self.mmr_pool if self.mmr is not None else self.k, self.rerank or 0)
+        """Fused hits kept per query: enough for the reranker and MMR (at least 1)."""
+        return max(self.mmr_pool if self.mmr is not None else self.k, self.rerank or 0, 1)
 
     @property
     def width(self) -> int:

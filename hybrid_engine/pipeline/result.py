@@ -4,9 +4,15 @@ why, and the snapshot the documents are read from."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TypeVar
+
+import numpy as np
 
 from hybrid_engine.live.snapshot import Hit, Snapshot
 from hybrid_engine.results import PAD_ID, SearchResult
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -30,8 +36,9 @@ class HybridResult(SearchResult):
         loaded: ..."``, ``"budget"``, ``"timeout"``, ``"busy"`` (its abandoned call of an
         earlier search is still running), or the missing stage MMR needed.
 
-    ``ids`` are positions in the snapshot the search ran on; ``doc_ids`` and ``hits`` read
-    the documents from that snapshot, whatever was committed since.
+    ``ids`` and ``scores`` have ``min(k, live documents)`` columns (``SearchResult``). ``ids``
+    are positions in the snapshot the search ran on; ``doc_ids`` and ``hits`` read the
+    documents from that snapshot, whatever was committed since, once per result.
     """
 
     timings: dict[str, float] = field(default_factory=dict)
@@ -40,23 +47,28 @@ class HybridResult(SearchResult):
     skipped: list[str] = field(default_factory=list, kw_only=True)
     reasons: dict[str, str] = field(default_factory=dict, kw_only=True)
 
-    @property
+    @cached_property
     def doc_ids(self) -> list[list[str]]:
-        """The external ids of each query's hits, best first (padding left out)."""
-        snapshot = self._documents()
-        return [[snapshot.doc_id(int(i)) for i in row if i != PAD_ID] for row in self.ids]
+        """The external ids of each query's hits, best first (padding left out).
+
+        Gathered once, on first access, from the snapshot's packed ids (no Python call per
+        hit); later accesses return the same lists (read them, do not change them).
+        """
+        hit = self.ids != PAD_ID
+        return _rows(self._documents().doc_ids_at(self.ids[hit]), hit)
 
     def hits(self) -> list[list[Hit]]:
-        """Each query's hits, best first: id, score, title, text and metadata."""
-        snapshot = self._documents()
-        return [
-            [
-                snapshot.hit(int(i), float(s))
-                for i, s in zip(row, scores, strict=True)
-                if i != PAD_ID
-            ]
-            for row, scores in zip(self.ids, self.scores, strict=True)
-        ]
+        """Each query's hits, best first: id, score, title, text and metadata.
+
+        Read from the snapshot once, on the first call; each call returns new lists of the
+        same ``Hit`` objects.
+        """
+        return [list(row) for row in self._hits]
+
+    @cached_property
+    def _hits(self) -> list[list[Hit]]:
+        hit = self.ids != PAD_ID
+        return _rows(self._documents().hits_at(self.ids[hit], self.scores[hit]), hit)
 
     def _documents(self) -> Snapshot:
         if self.snapshot is None:
@@ -64,3 +76,9 @@ class HybridResult(SearchResult):
                 "this result was not returned by HybridIndex.search: it has no documents"
             )
         return self.snapshot
+
+
+def _rows(items: list[T], hit: np.ndarray) -> list[list[T]]:
+    """``items`` (one per True of ``hit``, row after row) cut into the rows of ``hit``."""
+    ends = np.cumsum(hit.sum(axis=1)).tolist()
+    return [items[start:end] for start, end in zip([0, *ends][:-1], ends, strict=True)]

@@ -23,7 +23,7 @@ from hybrid_engine import _core
 from hybrid_engine.checks import check_allowed, check_k, check_queries, nonblank_rows
 from hybrid_engine.corpus import ENCODE_CHUNK, DocIds, Document, iter_batches
 from hybrid_engine.protocols import SparseEncoder
-from hybrid_engine.results import SearchResult, SparseVectors
+from hybrid_engine.results import SearchResult, SparseVectors, hits_width
 from hybrid_engine.sparse.attributes import SpladeAttributes
 from hybrid_engine.sparse.format import INDEX_ARRAYS, read_splade, write_splade
 from hybrid_engine.sparse.vectors import check_scale, check_vectors, default_scale, quantize
@@ -213,8 +213,9 @@ class SpladeIndex(SpladeAttributes):
             One query or a batch, encoded by ``encoder`` (an empty or blank query is not
             encoded and gets an all-padding row); or query vectors already encoded by it.
         k : int
-            Hits per query, >= 1. Hits are the documents sharing a term with the query; rows
-            are padded (id -1, score -inf) when fewer documents match.
+            Hits per query, >= 1; a ``k`` above the number of documents ``n`` asks for all of
+            them (the result has ``min(k, n)`` columns). Hits are the documents sharing a term
+            with the query; rows are padded (id -1, score -inf) when fewer documents match.
         num_threads : int, optional
             Threads scoring the batch; when None, up to all cores for large batches (one per
             32 queries). The encoder's threads are its own.
@@ -226,7 +227,8 @@ class SpladeIndex(SpladeAttributes):
         Returns
         -------
         SearchResult
-            ``ids`` int64 and ``scores`` float32, shape ``(n_queries, k)``, rows best first,
+            ``ids`` int64 and ``scores`` float32, shape ``(n_queries, min(k,
+            num_documents))``, rows best first,
             ties by ascending position.
 
         Raises
@@ -240,7 +242,7 @@ class SpladeIndex(SpladeAttributes):
         IndexFormatError
             A posting list the queries read is malformed (an index loaded without ``verify``).
         """
-        k = check_k(k)
+        k = hits_width(check_k(k), self.num_documents)
         if allowed is not None:
             allowed = check_allowed(allowed, self.num_documents)
         if isinstance(queries, SparseVectors):

@@ -174,10 +174,13 @@ def assemble(
     template: HybridResult,
     total_ms: float,
 ) -> StrategyResult:
-    """One ``StrategyResult`` of per-query rows (each ``(1, k)``) and their traces, reading
-    documents from ``template``'s snapshot."""
-    ids = np.concatenate([row.ids for row in rows]) if rows else np.empty((0, 0), np.int64)
-    scores = np.concatenate([r.scores for r in rows]) if rows else np.empty((0, 0), np.float32)
+    """One ``StrategyResult`` of per-query rows (each ``(1, k)`` or wider) and their traces,
+    reading documents from ``template``'s snapshot, as wide as ``template`` (``min(k, live
+    documents)``: the columns past it are padding)."""
+    width = template.ids.shape[1]
+    empty_ids, empty_scores = np.empty((0, 0), np.int64), np.empty((0, 0), np.float32)
+    ids = np.concatenate([r.ids[:, :width] for r in rows]) if rows else empty_ids
+    scores = np.concatenate([r.scores[:, :width] for r in rows]) if rows else empty_scores
     timings: dict[str, float] = {}
     for trace in traces:
         for key, ms in trace.timings.items():
