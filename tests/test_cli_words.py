@@ -72,7 +72,7 @@ def test_a_bad_metadata_value_is_named_by_line_and_id(index_dir: Path, tmp_path:
         ],
     )
     message = error_line("add", index_dir, new)
-    assert message.startswith(f"{new}: line 2 (_id 'n2'), field 'tags': "), message
+    assert message.startswith(f"{new}: line 2 (_id 'n2'): field 'tags': "), message
     no_python_names(message)
 
 

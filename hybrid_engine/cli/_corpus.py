@@ -19,7 +19,7 @@ from hybrid_engine.evaluation.datasets import (
 
 SHOWN_IDS = 5
 """Ids of skipped documents a message names, at most."""
-_DOCUMENT = re.compile(r"\bdocument (\d+)\b")
+_DOCUMENT = re.compile(r"\bdocument (?:.*? \(number (\d+) of those given\)|number (\d+)\b)")
 
 
 def add_skip_empty_option(parser: argparse.ArgumentParser) -> None:
@@ -63,13 +63,15 @@ class CorpusFile:
 
     def located(self, exc: TypeError | ValueError) -> DatasetError | None:
         """``exc``, an engine error about the documents, as a ``DatasetError`` of this file:
-        each ``document N`` it names (a 0-based position in ``documents``) told as ``line L
-        (_id 'X')``; None when it names no document (an error about something else)."""
+        each document it names (``live.documents.document_name``: ``document 'X' (number N
+        of those given)`` or ``document number N``, N 1-based in ``documents``) told as
+        ``line L (_id 'X')``; None when it names no document (an error about something
+        else)."""
         if _DOCUMENT.search(str(exc)) is None:
             return None
 
         def told(match: re.Match[str]) -> str:
-            position = int(match.group(1))
+            position = int(match.group(1) or match.group(2)) - 1
             if position >= len(self.documents):
                 return match.group(0)
             doc_id = self.documents[position]["_id"]
