@@ -192,6 +192,10 @@ def test_results_equal_one_index(
         _assert_same_hits(
             index.search(queries, 10, filter=few), single.search(queries, 10, filter=few)
         )
+        # A huge k holds no more than the documents (issue 24): the same hits as one index.
+        huge = index.search(queries[:2], 10**9)
+        assert huge.scores.shape == (2, N_DOCS)
+        _assert_same_hits(huge, single.search(queries[:2], 10**9))
         # Blank queries have no hits, as in one index.
         _assert_same_hits(index.search(["", queries[0]], 5), single.search(["", queries[0]], 5))
         assert all(SEQ_FIELD not in hit.metadata for hit in index.search(queries, 10).hits()[0])

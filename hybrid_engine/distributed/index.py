@@ -207,7 +207,15 @@ class ShardedIndex:
 
     def __len__(self) -> int:
         """Live documents of the current coordinated commit."""
-        return sum(self._calls.all("size", self._writes.generation))
+        return self._live_count(self._writes.generation)
+
+    def _live_count(self, generation: int) -> int:
+        """Live documents of ``generation``: the collection's BM25 count it was published
+        with, or (no BM25 leg, or a generation forgotten) the sum of the shards' sizes."""
+        prepared = self._writes.prepared(generation)
+        if prepared is not None and prepared[1] is not None:
+            return prepared[1][0]
+        return sum(self._calls.all("size", generation))
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -334,6 +342,7 @@ class ShardedIndex:
             strict=strict,
         )
         generation = self._writes.generation
+        plan = plan.bounded(self._live_count(generation))  # memory bounded by the documents
         rows = nonblank_rows(texts)
         asked = [texts[row] for row in rows]
         timings: dict[str, float] = {}
