@@ -116,6 +116,14 @@ def test_the_empty_line_of_a_filtered_search_speaks_of_the_filter(bm25_index: Pa
     assert "(no hits: no document holds any query term)" in ok("search", bm25_index, "xylophone")
 
 
+def test_a_filter_value_of_another_type_is_a_one_line_error_naming_the_field(
+    bm25_index: Path,
+) -> None:
+    """The rule of docs/filters.md at the command line: the API's TypeError, one line."""
+    message = error_line("search", bm25_index, "cat", "--filter", '{"year": "2021"}')
+    assert "field 'year' holds int values" in message and "str '2021'" in message
+
+
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
 def test_a_reader_that_stops_early_ends_the_search_quietly(
     tmp_path: Path, json_flag: list[str]
