@@ -2,7 +2,7 @@
 document), first access and a second one; and ``hits()`` (texts and metadata too) at
 ``k = 100`` (issue 24, defect 6).
 
-    python scripts/result_ids_speed.py [--corpus /work/shared/data/beir/scifact]
+    PYTHONPATH=. python scripts/result_ids_speed.py [--corpus ../shared/data/beir/scifact]
 
 Prints the milliseconds of each access and of the per-hit reference (``Snapshot.doc_id``
 of each position, what ``doc_ids`` did before).
@@ -17,10 +17,13 @@ from pathlib import Path
 
 from hybrid_engine import HybridIndex
 
+DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
+"""SciFact in the shared data folder beside the repository."""
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=Path("/work/shared/data/beir/scifact"))
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args()
     with open(args.corpus / "corpus.jsonl", encoding="utf-8") as f:
