@@ -217,15 +217,13 @@ RERANKER = Reranker()
 """
 
 
-def test_huge_k_memory_is_bounded_by_the_documents() -> None:
-    """Under an address-space limit 384 MB above the warmed-up process, ``k = 10**9`` (8 GB
-    of ids alone, were a result ``k`` wide) answers with every document (40 columns)."""
-    script = _MEMORY_SCRIPT.format(tests=str(REPO / "tests"), huge=HUGE)
-    head, tail = script.split("engine = engine.with_reranker", 1)
-    script = head + textwrap.dedent(_RERANKER) + "engine = engine.with_reranker" + tail
+def _run_python(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` in a fresh process with this checkout's package, one thread and two
+    malloc arenas (so the address-space limit measures the search, not thread stacks);
+    asserts it succeeded."""
     env = {"PYTHONPATH": str(REPO), "MALLOC_ARENA_MAX": "2", "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", script],
+        [sys.executable, *args],
         capture_output=True,
         text=True,
         timeout=600,
@@ -233,6 +231,16 @@ def test_huge_k_memory_is_bounded_by_the_documents() -> None:
         env={**env, "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_huge_k_memory_is_bounded_by_the_documents() -> None:
+    """Under an address-space limit 384 MB above the warmed-up process, ``k = 10**9`` (8 GB
+    of ids alone, were a result ``k`` wide) answers with every document (40 columns)."""
+    script = _MEMORY_SCRIPT.format(tests=str(REPO / "tests"), huge=HUGE)
+    head, tail = script.split("engine = engine.with_reranker", 1)
+    script = head + textwrap.dedent(_RERANKER) + "engine = engine.with_reranker" + tail
+    done = _run_python("-c", script)
     lines = dict(line.split() for line in done.stdout.splitlines())
     assert lines == dict.fromkeys(("bm25", "dense", "splade", "hybrid", "mmr"), "40"), done.stdout
 
@@ -254,15 +262,6 @@ def test_the_cli_searches_a_huge_k(tmp_path: Path) -> None:
     the process's start answers every matching document."""
     corpus = [{"_id": f"d{i}", "text": f"cat dog {i}" if i % 2 else f"fish {i}"} for i in range(30)]
     HybridIndex.build(corpus, retrievers=("bm25",)).save(tmp_path / "idx")
-    env = {"PYTHONPATH": str(REPO), "MALLOC_ARENA_MAX": "2", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
-        [sys.executable, "-c", _CLI_SCRIPT, str(tmp_path / "idx")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=REPO,
-        env={**env, "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = _run_python("-c", _CLI_SCRIPT, str(tmp_path / "idx"))
     hits = json.loads(done.stdout)["hits"]
     assert sorted(hit["id"] for hit in hits) == sorted(f"d{i}" for i in range(30) if i % 2)
