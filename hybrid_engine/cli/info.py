@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from hybrid_engine.live import layout
 from hybrid_engine.live.commits import lock_if_free, read_commit
+from hybrid_engine.storage.usage import disk_bytes
 
 LEGS = ("bm25", "dense", "splade")
 """The legs' folders in a segment directory."""
@@ -44,8 +44,8 @@ def describe(path: Path) -> dict[str, Any]:
     sizes = {leg: 0 for leg in point.config["retrievers"]}
     for entry in point.segments:
         for leg in sizes:
-            sizes[leg] += _bytes(path / entry.name / leg)
-    total = _bytes(path)
+            sizes[leg] += disk_bytes(path / entry.name / leg)
+    total = disk_bytes(path)
     return {
         "path": str(path),
         "documents": stored - deleted,
@@ -88,15 +88,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"on disk:     {_shown(sizes['total'])} ({parts})")
     print(f"writer:      {writer}")
     return 0
-
-
-def _bytes(folder: Path) -> int:
-    """Bytes of the files under ``folder`` (0 when it is missing)."""
-    total = 0
-    for parent, _, files in os.walk(folder):
-        for name in files:
-            total += (Path(parent) / name).lstat().st_size
-    return total
 
 
 def _shown(size: int) -> str:

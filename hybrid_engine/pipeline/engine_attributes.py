@@ -87,6 +87,13 @@ class EngineAttributes:
         return self._snapshot.titles
 
     @property
+    def models(self) -> dict[str, dict[str, str] | None]:
+        """The prepared model each model leg runs, as the index records it for ``load``:
+        ``{"dense": {"name", "variant"}, "splade": {...}}``; None for an encoder of your
+        own; a leg without a model (BM25) is absent."""
+        return dict(self._state.config.models)
+
+    @property
     def retrievers(self) -> tuple[str, ...]:
         """The retrievers this index combines."""
         return self._state.config.retrievers

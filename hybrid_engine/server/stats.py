@@ -3,30 +3,15 @@ much room it takes there."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.server.schemas import StagedCounts, StatsResponse
-
-
-def disk_bytes(path: Path) -> int:
-    """Bytes of the files under ``path`` (the index directory: every segment kept, the
-    commit points and the lock); files removed while walking are left out."""
-    total = 0
-    for folder, _, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.stat(os.path.join(folder, name)).st_size
-            except FileNotFoundError:  # removed by a merge or a clean-up meanwhile
-                continue
-    return total
+from hybrid_engine.storage.usage import disk_bytes
 
 
 def index_stats(engine: HybridIndex) -> StatsResponse:
     """The ``GET /stats`` answer for ``engine`` (walks its directory: run it off the event
     loop)."""
-    models: dict[str, dict[str, str] | None] = dict(engine._state.config.models)
+    models: dict[str, dict[str, str] | None] = dict(engine.models)
     reranker = engine.reranker
     if reranker is not None:
         models["reranker"] = {"name": reranker.name, "variant": reranker.variant}
