@@ -17,6 +17,7 @@ LEAVES = {
     "checks",
     "corpus",
     "errors",
+    "ids",  # the one rule for a document id, and the ids the engine generates
     "metadata",  # document metadata columns and filters (numpy over errors, packed, storage)
     "packed",
     "progress",
