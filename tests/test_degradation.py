@@ -515,3 +515,32 @@ def test_strategies_and_parent_documents_pass_on_what_was_left_out(
     with pytest.warns(DegradedWarning):
         found = parents.search(QUERIES[:2], 5)
     assert found.degraded == ["dense"] and found.skipped == []
+
+
+def test_strict_raises_damaged_files_found_while_searching_as_themselves(
+    tmp_path: Path,
+) -> None:
+    """A posting list a memory-mapped load did not check, damaged (checksums kept valid):
+    ``strict`` raises its ``IndexFormatError`` naming the files and the rebuild, not a
+    ``StageError`` pointing at a model; without ``strict`` the search serves the other leg."""
+    from index_dirs import rewrite
+    from sparse_oracle import HashingSparseEncoder
+
+    sparse = HashingSparseEncoder()
+    corpus = [{"_id": f"d{i}", "text": f"river stone {i} zebra" * (1 + i % 3)} for i in range(12)]
+    engine = HybridIndex.build(corpus, retrievers=("bm25", "splade"), splade_encoder=sparse)
+    engine.save(tmp_path / "idx")
+    engine.close()
+    leg = tmp_path / "idx" / "seg-000000" / "bm25"
+    postings, offsets = np.load(leg / "postings.npy"), np.load(leg / "posting_offsets.npy")
+    term = len(offsets) - 2
+    assert postings[offsets[term + 1] - 2] < 0x80  # the last posting's gap is one byte
+    postings[offsets[term + 1] - 2] = 0x7F  # now past the last document
+    rewrite(leg, "postings", postings)
+    loaded = HybridIndex.load(tmp_path / "idx", splade_encoder=sparse, mmap=True)
+    broken = loaded.bm25.terms[term]  # type: ignore[union-attr]
+    with pytest.raises(IndexFormatError, match=f"{leg}: the postings of term {term}"):
+        loaded.search([broken], 3, strict=True)
+    with pytest.warns(DegradedWarning):
+        served = loaded.search([broken], 3)
+    assert served.degraded == ["bm25"] and served.reasons["bm25"].startswith("error: IndexFormat")

@@ -338,7 +338,8 @@ class HybridIndex(Lifecycle, EngineAttributes):
         strict : bool
             Raise a ``StageError`` (the stage's error chained) when a stage fails, instead of
             serving without it (``HybridResult.degraded``, a ``DegradedWarning`` once per
-            stage, counted in ``degradations``).
+            stage, counted in ``degradations``); damaged index files found while searching
+            raise their ``IndexFormatError`` as it is.
         budget_ms : float, optional
             Milliseconds the search should take: the optional stages (the reranker, then the
             legs but BM25, costliest first) are skipped while their running estimates
@@ -364,6 +365,9 @@ class HybridIndex(Lifecycle, EngineAttributes):
             index holds in it (TypeError naming the field and both types; docs/filters.md).
         StageError
             ``strict`` and a stage failed, or every leg failed (nothing to fuse).
+        IndexFormatError
+            ``strict``, and a leg read a damaged part of the index that the load did not
+            check (a posting list of a load without ``verify``: checked when first read).
         """
         fusion, weights, depth, rerank = search_options(
             stack, fusion, weights, depth, rerank, self._planned_retrievers

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from hybrid_engine.errors import StageError
+from hybrid_engine.errors import IndexFormatError, StageError
 from hybrid_engine.pipeline.budget import Deadline, plan_skips, run_within
 from hybrid_engine.pipeline.degradation import Health, stage_fix
 
@@ -154,6 +154,10 @@ class StageRunner:
 
     def _fail(self, stage: str, exc: Exception) -> None:
         reason = f"error: {exc!r}"
+        if self._strict and isinstance(exc, IndexFormatError):
+            # Damaged files found while searching (a posting list checked when first read):
+            # the error names them and says to rebuild, which no model fix would help.
+            raise exc
         if self._strict:
             raise StageError(
                 f"the {stage} stage failed ({exc!r}). Fix: {stage_fix(stage)}; without "
