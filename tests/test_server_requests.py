@@ -131,3 +131,15 @@ def test_stats_describe_the_index_served(tmp_path: Path) -> None:
 def test_stats_of_an_index_in_memory_have_no_path(http: TestClient) -> None:
     stats = http.get("/stats").json()
     assert (stats["path"], stats["disk_bytes"], stats["documents"]) == (None, None, 10)
+
+
+def test_damaged_index_files_a_search_read_are_503_not_the_clients_400() -> None:
+    """An ``IndexFormatError`` is a ``ValueError``, but no fault of the request: 503."""
+    from fastapi import HTTPException
+
+    from hybrid_engine.errors import IndexFormatError
+    from hybrid_engine.server.app import engine_errors
+
+    with pytest.raises(HTTPException) as info, engine_errors():
+        raise IndexFormatError("idx/seg-000000/bm25: the postings of term 5 are malformed")
+    assert info.value.status_code == 503 and "postings of term 5" in info.value.detail

@@ -28,6 +28,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from hybrid_engine.errors import (
     DegradedEngineError,
     DuplicateIdError,
+    IndexFormatError,
     StageError,
     UnknownIdError,
 )
@@ -67,10 +68,14 @@ BATCHING = BatchPolicy()
 def engine_errors() -> Iterator[None]:
     """The engine's errors about the request as HTTP errors: ``DuplicateIdError`` 409,
     ``UnknownIdError`` 404, ``ValueError`` and ``TypeError`` 400, a full batching
-    queue, a search with no leg left (``StageError``) or a write to an engine loaded without
-    a leg (``DegradedEngineError``) 503; the engine's message is the ``detail``."""
+    queue, a search with no leg left (``StageError``), a write to an engine loaded without
+    a leg (``DegradedEngineError``) or damaged index files a strict search read
+    (``IndexFormatError``, a ``ValueError`` but not the client's) 503; the engine's message is
+    the ``detail``."""
     try:
         yield
+    except IndexFormatError as exc:
+        raise HTTPException(status_code=503, detail=str(exc)) from None
     except DuplicateIdError as exc:
         raise HTTPException(status_code=409, detail=str(exc)) from None
     except UnknownIdError as exc:
