@@ -12,7 +12,7 @@ import numpy as np
 from hybrid_engine.live.snapshot import Hit, Snapshot
 from hybrid_engine.results import PAD_ID, SearchResult
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class HybridResult(SearchResult):
         return self.snapshot
 
 
-def _rows(items: list[T], hit: np.ndarray) -> list[list[T]]:
+def _rows(items: list[_T], hit: np.ndarray) -> list[list[_T]]:
     """``items`` (one per True of ``hit``, row after row) cut into the rows of ``hit``."""
     ends = np.cumsum(hit.sum(axis=1)).tolist()
     return [items[start:end] for start, end in zip([0, *ends][:-1], ends, strict=True)]
