@@ -126,8 +126,7 @@ class LiveDocuments:
 
     def text(self, position: int) -> str:
         """The document's text without its title."""
-        title, text = self.titles[position], self.texts[position]
-        return text[len(title) + 1 :] if title else text
+        return without_title(self.texts[position], self.titles[position])
 
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """The arrays to save and the JSON description ``from_arrays`` needs."""
@@ -152,6 +151,12 @@ class LiveDocuments:
             PackedStrings.from_arrays(arrays, count, "title"),
             MetadataColumns.from_arrays(dict(arrays), description["metadata"], count),
         )
+
+
+def without_title(indexed: str, title: str) -> str:
+    """A document's text from its indexed text (``corpus.document_text``: the title, a space
+    and the text, or the text alone when it has no title)."""
+    return indexed[len(title) + 1 :] if title else indexed
 
 
 def document_name(doc_id: str | None, position: int) -> str:

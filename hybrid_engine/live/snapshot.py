@@ -27,7 +27,7 @@ from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.ids import check_ids
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.lexical.statistics import CollectionStats
-from hybrid_engine.live.documents import LiveDocuments
+from hybrid_engine.live.documents import LiveDocuments, without_title
 from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.statistics import TermMap, live_counts, scored_views
 from hybrid_engine.live.topk import merge_top_k
@@ -216,7 +216,7 @@ class Snapshot:
             ids, titles, texts = docs.ids.take(rows), docs.titles.take(rows), docs.texts.take(rows)
             records = docs.metadata.records(rows)
             return [
-                Hit(doc_id, values[i], title, text[len(title) + 1 :] if title else text, meta)
+                Hit(doc_id, values[i], title, without_title(text, title), meta)
                 for doc_id, i, title, text, meta in zip(
                     ids, picked.tolist(), titles, texts, records, strict=True
                 )
