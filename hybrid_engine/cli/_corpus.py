@@ -7,10 +7,13 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from hybrid_engine.cli._live import STDIN
+from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.evaluation.datasets import (
     DatasetError,
     load_numbered_corpus,
@@ -61,23 +64,29 @@ class CorpusFile:
         more = ", ..." if len(self.skipped) > SHOWN_IDS else ""
         return f" (skipped {len(self.skipped)} with neither title nor text: {shown}{more})"
 
-    def located(self, exc: TypeError | ValueError) -> DatasetError | None:
-        """``exc``, an engine error about the documents, as a ``DatasetError`` of this file:
-        each document it names (``live.documents.document_name``: ``document 'X' (number N
-        of those given)`` or ``document number N``, N 1-based in ``documents``) told as
-        ``line L (_id 'X')``; None when it names no document (an error about something
-        else)."""
-        if _DOCUMENT.search(str(exc)) is None:
-            return None
+    @contextmanager
+    def lines_named(self) -> Iterator[None]:
+        """Within the block, an engine error about the documents (a ``TypeError`` or
+        ``ValueError`` that is not a ``HybridEngineError``) naming a document
+        (``live.documents.document_name``: ``document 'X' (number N of those given)`` or
+        ``document number N``, N 1-based in ``documents``) is raised as a ``DatasetError`` of
+        this file that tells it as ``line L (_id 'X')``; other errors pass as they are."""
+        try:
+            yield
+        except HybridEngineError:
+            raise
+        except (TypeError, ValueError) as exc:
+            if _DOCUMENT.search(str(exc)) is None:
+                raise
 
-        def told(match: re.Match[str]) -> str:
-            position = int(match.group(1) or match.group(2)) - 1
-            if position >= len(self.documents):
-                return match.group(0)
-            doc_id = self.documents[position]["_id"]
-            return f"line {self.lines[position]} (_id {doc_id!r})"
+            def told(match: re.Match[str]) -> str:
+                position = int(match.group(1) or match.group(2)) - 1
+                if position >= len(self.documents):
+                    return match.group(0)
+                doc_id = self.documents[position]["_id"]
+                return f"line {self.lines[position]} (_id {doc_id!r})"
 
-        return DatasetError(f"{self.source}: {_DOCUMENT.sub(told, str(exc))}")
+            raise DatasetError(f"{self.source}: {_DOCUMENT.sub(told, str(exc))}") from None
 
 
 def read_documents(path: str, *, skip_empty: bool) -> CorpusFile:

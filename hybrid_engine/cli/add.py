@@ -10,7 +10,7 @@ from hybrid_engine.cli._corpus import CorpusFile, add_skip_empty_option, read_do
 from hybrid_engine.cli._engine import load_engine
 from hybrid_engine.cli._live import STDIN, add_index_arguments, summary, writing
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
-from hybrid_engine.errors import DuplicateIdError, HybridEngineError
+from hybrid_engine.errors import DuplicateIdError
 from hybrid_engine.pipeline.engine import HybridIndex
 
 
@@ -46,15 +46,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.upsert:
             check_new(engine, corpus)
         stage = engine.upsert if args.upsert else engine.add
-        try:
+        with corpus.lines_named():  # a document the engine refuses, by its line
             ids = stage(corpus.documents)
-        except HybridEngineError:
-            raise
-        except (TypeError, ValueError) as exc:  # a document the engine refuses
-            located = corpus.located(exc)
-            if located is None:
-                raise
-            raise located from None
         engine.commit(embedding_cache=EmbeddingCache(), num_threads=args.threads)
         verb = "upserted" if args.upsert else "added"
         print(summary(f"{verb} {len(ids)} document(s){corpus.skipped_note()}", engine))

@@ -11,7 +11,6 @@ from hybrid_engine.checks import check_names
 from hybrid_engine.cli._corpus import add_skip_empty_option, read_documents
 from hybrid_engine.cli._engine import LegOptions, add_variant_option, build_engine
 from hybrid_engine.cli._replace import output_dir
-from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.pipeline.legs import DEFAULT_RETRIEVERS, RETRIEVERS
 
@@ -108,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     corpus = read_documents(args.corpus, skip_empty=args.skip_empty)
     start = time.perf_counter()
     with output_dir(Path(args.output), force=args.force) as target:  # checked before the build
-        try:
+        with corpus.lines_named():  # a document the engine refuses, by its line
             engine = build_engine(
                 corpus.documents,
                 retrievers=retrievers,
@@ -118,13 +117,6 @@ def run(args: argparse.Namespace) -> int:
                 num_threads=args.threads,
                 show_progress=not args.quiet,
             )
-        except HybridEngineError:
-            raise
-        except (TypeError, ValueError) as exc:
-            located = corpus.located(exc)
-            if located is None:
-                raise
-            raise located from None
         with engine:  # saving takes the directory's write lock; give it up when done
             engine.save(target)
     if not args.quiet:
