@@ -39,3 +39,27 @@ def rewrite(path: Path, name: str, array: np.ndarray, *, fix_manifest: bool = Tr
     np.save(path / f"{name}.npy", array, allow_pickle=True)
     if fix_manifest:
         fix_checksums(path)
+
+
+def as_dense_format_1(path: Path) -> Path:
+    """Rewrite the saved dense index at ``path`` (float32, with a graph) as format 1 wrote it:
+    the graph as hnswlib's file ``graph.hnsw`` (its nodes in position order), no link arrays,
+    the parameters of format 1. Returns ``path``."""
+    from hybrid_engine import DenseIndex
+
+    index = DenseIndex.load(path)
+    graph = index._store.graph
+    assert graph is not None and index.quantization is None
+    graph.to_hnswlib(index.vectors, index.m, index.ef_construction).save_index(
+        str(path / "graph.hnsw")
+    )
+    manifest = json.loads((path / "manifest.json").read_text())
+    for name in ("links0", "upper", "upper_start"):
+        (path / f"{name}.npy").unlink()
+        del manifest["files"][f"{name}.npy"]
+    manifest["files"]["graph.hnsw"] = {}
+    manifest["format_version"] = 1
+    del manifest["graph"], manifest["params"]["quantization"], manifest["params"]["oversample"]
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    fix_checksums(path)
+    return path

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from hybrid_engine import DenseIndex, SearchResult
+from hybrid_engine.dense import hnsw as dense_hnsw
 from hybrid_engine.dense.params import DEFAULT_EF_SEARCH, DEFAULT_EXACT_THRESHOLD
 
 RNG = np.random.default_rng(0)
@@ -235,17 +236,15 @@ def test_add_crossing_the_threshold_builds_the_graph() -> None:
     assert recall(index.search(GRAPH_QUERIES, 10).ids, truth) >= 0.99
 
 
-def test_a_failed_graph_insert_drops_the_graph_and_adds_nothing() -> None:
-    class Failing:
-        element_count, max_elements = 200, 400
-
-        def add_items(self, *args, **kwargs):
-            raise MemoryError("simulated")
+def test_a_failed_graph_insert_drops_the_graph_and_adds_nothing(monkeypatch) -> None:
+    def failing(*args, **kwargs):
+        raise MemoryError("simulated")
 
     index = DenseIndex.from_vectors(VECTORS[:200], exact_threshold=50)
-    index._store._graph = Failing()
-    with pytest.raises(MemoryError, match="simulated"):
-        index.add(VECTORS[200:])
+    with monkeypatch.context() as patch:
+        patch.setattr(dense_hnsw, "extend", failing)
+        with pytest.raises(MemoryError, match="simulated"):
+            index.add(VECTORS[200:])
     assert len(index) == 200 and not index.uses_graph
     assert_equals_oracle(index.search(QUERIES, 5), VECTORS[:200], QUERIES, 5, "cosine")
     index.add(VECTORS[200:])  # builds the graph again

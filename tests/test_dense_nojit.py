@@ -1,7 +1,8 @@
-"""The dense numba kernels (exact re-scoring, scores of allowed rows, the graph-file check and
-the memory-mapped graph search) run as plain Python (NUMBA_DISABLE_JIT=1) in a subprocess: the
-results equal the oracle and the compiled run's, a masked search included, and the graph check
-accepts a sound graph and refuses a broken one."""
+"""The dense numba kernels (exact re-scoring, scores of allowed rows, the graph-file check, the
+links taken out of hnswlib's graph and the graph search over float32, int8 and binary codes)
+run as plain Python (NUMBA_DISABLE_JIT=1) in a subprocess: the results equal the oracle and the
+compiled run's, a masked search included, and the link checks accept a sound graph and refuse a
+broken one (format 2's links, format 1's file)."""
 
 from __future__ import annotations
 
@@ -45,20 +46,34 @@ for name, index in build().items():
     np.testing.assert_array_equal(masked.scores, scores)
     out[f"{name}_masked_ids"], out[f"{name}_masked_scores"] = masked.ids, masked.scores
     out[f"{name}_mapped_ids"] = DenseIndex.load(path, mmap=True).search(QUERIES, 7).ids
-graph = Path(sys.argv[2]) / "graph" / "graph.hnsw"
-data = bytearray(graph.read_bytes())
+from index_dirs import as_dense_format_1, fix_checksums, rewrite
+graph = Path(sys.argv[2]) / "graph"
+upper = np.load(graph / "upper.npy")
+row = int(np.flatnonzero(upper[:, 0] > 0)[-1])
+upper[row, 1] = 10**6  # an upper-level link past the last node
+old = Path(sys.argv[2]) / "graph-v1"
+old.mkdir()
+for file in graph.iterdir():
+    (old / file.name).write_bytes(file.read_bytes())
+as_dense_format_1(old)
+data = bytearray((old / "graph.hnsw").read_bytes())
 data[-4:] = (10**6).to_bytes(4, "little")  # the last upper-level link
-graph.write_bytes(bytes(data))
-import json, hashlib
-manifest = json.loads((graph.parent / "manifest.json").read_text())
-manifest["files"]["graph.hnsw"]["sha256"] = hashlib.sha256(bytes(data)).hexdigest()
-(graph.parent / "manifest.json").write_text(json.dumps(manifest))
+(old / "graph.hnsw").write_bytes(bytes(data))
+fix_checksums(old)
+rewrite(graph, "upper", upper)
+for broken, mmap in ((graph, False), (old, False), (old, True)):
+    try:
+        DenseIndex.load(broken, mmap=mmap)
+    except IndexFormatError as exc:
+        assert "malformed" in str(exc), exc
+    else:
+        raise AssertionError("a broken graph was loaded")
 try:
-    DenseIndex.load(graph.parent)
+    DenseIndex.load(graph, mmap=True).search(QUERIES, 7)
 except IndexFormatError as exc:
     assert "malformed" in str(exc), exc
 else:
-    raise AssertionError("a broken graph was loaded")
+    raise AssertionError("a broken graph was searched")
 np.savez(sys.argv[1], **out)
 """
 
@@ -69,9 +84,12 @@ ALLOWED = _rng.random(150) < 0.3
 
 
 def build() -> dict[str, DenseIndex]:
+    graph = {"exact_threshold": 10, "num_threads": 1}
     return {
         "exact": DenseIndex.from_vectors(VECTORS, metric="ip"),
-        "graph": DenseIndex.from_vectors(VECTORS, exact_threshold=10, num_threads=1),
+        "graph": DenseIndex.from_vectors(VECTORS, **graph),
+        "int8": DenseIndex.from_vectors(VECTORS, quantization="int8", **graph),
+        "binary": DenseIndex.from_vectors(VECTORS, quantization="binary", **graph),
     }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from dense_oracle import HashingEncoder, clustered
-from index_dirs import copy_index, edit_manifest, fix_checksums, rewrite
+from index_dirs import as_dense_format_1, copy_index, edit_manifest, fix_checksums, rewrite
 
 from hybrid_engine import BM25Index, DenseIndex, IndexFormatError, __version__
 from hybrid_engine.dense.format import FORMAT, FORMAT_VERSION
@@ -37,6 +37,12 @@ def saved(tmp_path_factory) -> tuple[DenseIndex, Path]:
 def copy(saved, tmp_path) -> Path:
     """A fresh, writable copy of the saved index to corrupt."""
     return copy_index(saved[1], tmp_path / "copy")
+
+
+@pytest.fixture
+def copy_v1(copy) -> Path:
+    """The copy as format 1 wrote it: the graph as hnswlib's file ``graph.hnsw``."""
+    return as_dense_format_1(copy)
 
 
 def assert_same_results(a: DenseIndex, b: DenseIndex) -> None:
@@ -103,11 +109,16 @@ def test_manifest_records_params_encoder_and_checksums(tmp_path) -> None:
         "ef_construction": 200,
         "ef_search": index.ef_search,
         "exact_threshold": 100,
+        "quantization": None,
+        "oversample": 1.0,
     }
     assert manifest["stats"] == {"num_documents": 400}
     assert manifest["doc_ids"] == "positions"
     assert manifest["encoder_model_hash"] == encoder.model_hash
-    assert sorted(manifest["files"]) == ["graph.hnsw", "vectors.npy"]
+    graph = index._store.graph
+    assert manifest["graph"] == {"entry_point": graph.entry_point, "max_level": graph.max_level}
+    files = ["links0.npy", "upper.npy", "upper_start.npy", "vectors.npy"]
+    assert sorted(manifest["files"]) == files
     for name, info in manifest["files"].items():
         data = (tmp_path / "idx" / name).read_bytes()
         assert info == {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
@@ -211,7 +222,7 @@ def test_wrong_format_version(copy, version) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["vectors.npy", "graph.hnsw", "doc_id_bytes.npy", "doc_id_offsets.npy"]
+    "name", ["vectors.npy", "links0.npy", "upper.npy", "doc_id_bytes.npy", "doc_id_offsets.npy"]
 )
 def test_missing_file(copy, name: str) -> None:
     (copy / name).unlink()
@@ -220,7 +231,7 @@ def test_missing_file(copy, name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["vectors.npy", "graph.hnsw", "doc_id_bytes.npy", "doc_id_offsets.npy"]
+    "name", ["vectors.npy", "links0.npy", "upper.npy", "doc_id_bytes.npy", "doc_id_offsets.npy"]
 )
 @pytest.mark.parametrize("verify", [True, False])
 def test_truncated_file(copy, name: str, verify: bool) -> None:
@@ -231,7 +242,7 @@ def test_truncated_file(copy, name: str, verify: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["vectors.npy", "graph.hnsw", "doc_id_bytes.npy", "doc_id_offsets.npy"]
+    "name", ["vectors.npy", "links0.npy", "upper.npy", "doc_id_bytes.npy", "doc_id_offsets.npy"]
 )
 def test_flipped_byte_fails_checksum(copy, name: str) -> None:
     file = copy / name
@@ -242,13 +253,13 @@ def test_flipped_byte_fails_checksum(copy, name: str) -> None:
         DenseIndex.load(copy)
 
 
-def test_graph_checksum_is_verified_even_without_verify(copy) -> None:
-    file = copy / "graph.hnsw"
+def test_graph_checksum_is_verified_even_without_verify(copy_v1) -> None:
+    file = copy_v1 / "graph.hnsw"
     data = bytearray(file.read_bytes())
     data[-5] ^= 0x01
     file.write_bytes(bytes(data))
     with pytest.raises(IndexFormatError, match=r"graph.hnsw fails its sha256 check"):
-        DenseIndex.load(copy, verify=False)
+        DenseIndex.load(copy_v1, verify=False)
 
 
 def test_truncated_vectors_with_matching_manifest(copy) -> None:
@@ -389,14 +400,15 @@ def other_graph(copy: Path, tmp_path: Path, vectors: np.ndarray, **params) -> No
     """Put the graph of another index in ``copy`` (manifest checksums fixed)."""
     settings = {"m": 8, "ef_construction": 60, "exact_threshold": 0, **params}
     DenseIndex.from_vectors(vectors, **settings).save(tmp_path / "other")
+    as_dense_format_1(tmp_path / "other")
     (copy / "graph.hnsw").write_bytes((tmp_path / "other" / "graph.hnsw").read_bytes())
     fix_checksums(copy)
 
 
-def test_graph_with_fewer_vectors_is_refused(copy, tmp_path) -> None:
-    other_graph(copy, tmp_path, VECTORS[:399])
+def test_graph_with_fewer_vectors_is_refused(copy_v1, tmp_path) -> None:
+    other_graph(copy_v1, tmp_path, VECTORS[:399])
     with pytest.raises(IndexFormatError, match="the graph holds 399 vectors, the index 400"):
-        DenseIndex.load(copy)
+        DenseIndex.load(copy_v1)
 
 
 @pytest.mark.parametrize(
@@ -404,13 +416,13 @@ def test_graph_with_fewer_vectors_is_refused(copy, tmp_path) -> None:
     [(VECTORS, {"m": 9}), (VECTORS, {"ef_construction": 61}), (np.hstack([VECTORS, VECTORS]), {})],
     ids=["m", "ef_construction", "dim"],
 )
-def test_graph_of_other_parameters_is_refused(copy, tmp_path, vectors, params) -> None:
-    other_graph(copy, tmp_path, vectors, **params)
+def test_graph_of_other_parameters_is_refused(copy_v1, tmp_path, vectors, params) -> None:
+    other_graph(copy_v1, tmp_path, vectors, **params)
     with pytest.raises(
         IndexFormatError,
         match="does not describe a graph of 16-dimensional vectors with M=8, ef_construction=60",
     ):
-        DenseIndex.load(copy)
+        DenseIndex.load(copy_v1)
 
 
 def graph_layout(file: Path) -> tuple[bytearray, dict[str, int]]:
@@ -426,35 +438,35 @@ def rewrite_graph(copy: Path, data: bytearray) -> None:
     fix_checksums(copy)
 
 
-def test_level0_link_out_of_range(copy) -> None:
-    data, layout = graph_layout(copy / "graph.hnsw")
+def test_level0_link_out_of_range(copy_v1) -> None:
+    data, layout = graph_layout(copy_v1 / "graph.hnsw")
     at = GRAPH_HEADER.size + 5 * layout["record"]
     assert struct.unpack_from("<I", data, at)[0] > 0  # element 5 has links
     struct.pack_into("<I", data, at + 4, 400)  # its first link: one past the last element
-    rewrite_graph(copy, data)
+    rewrite_graph(copy_v1, data)
     with pytest.raises(IndexFormatError, match="the links or label of element 5 are malformed"):
-        DenseIndex.load(copy)
+        DenseIndex.load(copy_v1)
 
 
-def test_level0_link_count_too_large(copy) -> None:
-    data, layout = graph_layout(copy / "graph.hnsw")
+def test_level0_link_count_too_large(copy_v1) -> None:
+    data, layout = graph_layout(copy_v1 / "graph.hnsw")
     struct.pack_into("<I", data, GRAPH_HEADER.size + 7 * layout["record"], 17)  # max is 2M = 16
-    rewrite_graph(copy, data)
+    rewrite_graph(copy_v1, data)
     with pytest.raises(IndexFormatError, match="element 7 are malformed"):
-        DenseIndex.load(copy)
+        DenseIndex.load(copy_v1)
 
 
-def test_duplicate_label(copy) -> None:
-    data, layout = graph_layout(copy / "graph.hnsw")
+def test_duplicate_label(copy_v1) -> None:
+    data, layout = graph_layout(copy_v1 / "graph.hnsw")
     label = GRAPH_HEADER.size + layout["label"]
     data[label + 9 * layout["record"] : label + 9 * layout["record"] + 8] = data[label : label + 8]
-    rewrite_graph(copy, data)
+    rewrite_graph(copy_v1, data)
     with pytest.raises(IndexFormatError, match="element 9 are malformed"):
-        DenseIndex.load(copy)
+        DenseIndex.load(copy_v1)
 
 
-def test_upper_level_link_out_of_range(copy) -> None:
-    data, layout = graph_layout(copy / "graph.hnsw")
+def test_upper_level_link_out_of_range(copy_v1) -> None:
+    data, layout = graph_layout(copy_v1 / "graph.hnsw")
     at, element = layout["upper"], 0
     while True:  # the first element with a level-1 link
         size = struct.unpack_from("<I", data, at)[0]
@@ -462,45 +474,57 @@ def test_upper_level_link_out_of_range(copy) -> None:
             break
         at, element = at + 4 + size, element + 1
     struct.pack_into("<I", data, at + 8, 10**6)  # its first level-1 link
-    rewrite_graph(copy, data)
+    rewrite_graph(copy_v1, data)
     with pytest.raises(IndexFormatError, match=f"element {element} are malformed"):
-        DenseIndex.load(copy)
+        DenseIndex.load(copy_v1)
 
 
-def test_entry_point_out_of_range(copy) -> None:
-    data, _ = graph_layout(copy / "graph.hnsw")
+def test_entry_point_out_of_range(copy_v1) -> None:
+    data, _ = graph_layout(copy_v1 / "graph.hnsw")
     struct.pack_into("<I", data, 52, 400)  # enterpoint_node
-    rewrite_graph(copy, data)
+    rewrite_graph(copy_v1, data)
     with pytest.raises(IndexFormatError, match="size, levels or entry point are inconsistent"):
-        DenseIndex.load(copy)
+        DenseIndex.load(copy_v1)
 
 
 @pytest.mark.parametrize("cut", [4, 400, None])
-def test_truncated_graph_with_matching_manifest(copy, cut) -> None:
-    data = (copy / "graph.hnsw").read_bytes()
-    rewrite_graph(copy, bytearray(data[: GRAPH_HEADER.size - 8] if cut is None else data[:-cut]))
+def test_truncated_graph_with_matching_manifest(copy_v1, cut) -> None:
+    data = (copy_v1 / "graph.hnsw").read_bytes()
+    rewrite_graph(copy_v1, bytearray(data[: GRAPH_HEADER.size - 8] if cut is None else data[:-cut]))
     with pytest.raises(IndexFormatError, match=r"graph.hnsw: .*the index is corrupt"):
-        DenseIndex.load(copy)
+        DenseIndex.load(copy_v1)
 
 
-def test_level_multiplier_checked(copy) -> None:
-    data, _ = graph_layout(copy / "graph.hnsw")
+def test_level_multiplier_checked(copy_v1) -> None:
+    data, _ = graph_layout(copy_v1 / "graph.hnsw")
     struct.pack_into("<d", data, 80, 1e9)  # mult_: new elements would get absurd levels
-    rewrite_graph(copy, data)
+    rewrite_graph(copy_v1, data)
     with pytest.raises(IndexFormatError, match="level multiplier"):
-        DenseIndex.load(copy)
+        DenseIndex.load(copy_v1)
 
 
 # --- atomic saves -------------------------------------------------------------------------------
 
 
+class _Unwritable:
+    """An array whose write fails when the save reaches it (numpy asks for its data)."""
+
+    def __array__(self, *args, **kwargs):
+        raise OSError("disk full (simulated)")
+
+
 class _FailingSave:
+    """A graph whose links fail to write."""
+
     def __init__(self, graph) -> None:
         self._graph = graph
 
-    def save_index(self, path: str) -> None:
-        Path(path).write_bytes(b"partial")
-        raise OSError("disk full (simulated)")
+    def __getattr__(self, name: str):
+        return getattr(self._graph, name)
+
+    @property
+    def arrays(self) -> dict:
+        return {**self._graph.arrays, "upper": _Unwritable()}
 
 
 def leftovers(folder: Path) -> list[str]:

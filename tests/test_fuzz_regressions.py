@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from index_dirs import fix_checksums
+from index_dirs import as_dense_format_1, fix_checksums
 from sparse_oracle import HashingSparseEncoder
 
 from hybrid_engine import BM25Index, DenseIndex, IndexFormatError, SparseVectors, SpladeIndex
@@ -137,6 +137,7 @@ def test_a_malformed_graph_is_reported_at_the_path_the_user_gave(tmp_path: Path)
     DenseIndex.from_vectors(
         rng.standard_normal((40, 4)).astype(np.float32), exact_threshold=8, m=4
     ).save(path)
+    as_dense_format_1(path)  # format 1: the graph as hnswlib's file
     graph = bytearray((path / "graph.hnsw").read_bytes())
     first_link = struct.calcsize("<6QiI3QdQ") + 4  # element 0's level-0 record: count, links
     graph[first_link : first_link + 4] = (2**32 - 1).to_bytes(4, "little")

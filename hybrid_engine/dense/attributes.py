@@ -71,6 +71,24 @@ class DenseAttributes:
         return self._store.params.exact_threshold
 
     @property
+    def quantization(self) -> str | None:
+        """What the graph walk scores: None (the float32 vectors), ``"int8"`` or ``"binary"``
+        codes (``dense.quantization``)."""
+        return self._store.params.quantization
+
+    @property
+    def oversample(self) -> float:
+        """Graph candidates rescored with the float32 vectors per hit asked for (>= 1). Saved
+        with the index; settable, not while another thread searches."""
+        oversample = self._store.params.oversample
+        assert oversample is not None
+        return oversample
+
+    @oversample.setter
+    def oversample(self, value: float) -> None:
+        self._store.oversample = value
+
+    @property
     def ef_search(self) -> int:
         """HNSW search-time candidate list size (at least ``k`` is used). Saved with the index.
 

@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from hybrid_engine.dense import knn as _knn
-from hybrid_engine.dense.mapped_graph import Graph
+from hybrid_engine.dense.links import LinkGraph
 
 SHORTFALL_SIGMAS = 3.0
 """How far below its mean (in standard deviations) the count of allowed candidates in a graph
@@ -82,7 +82,7 @@ def plan(k: int, n_allowed: int, n: int, ef_search: int, m: int) -> int | None:
 
 
 def graph_allowed(
-    graph: Graph,
+    graph: LinkGraph,
     vectors: np.ndarray,
     queries: np.ndarray,
     allowed: np.ndarray,
@@ -96,8 +96,8 @@ def graph_allowed(
 
     Parameters
     ----------
-    graph : hnswlib.Index or MappedGraph
-        Over ``vectors``, labelled by position; searched with ``ef = max(its ef, size)``.
+    graph : LinkGraph
+        Over ``vectors``; searched with ``ef = max(its ef, size)``.
     vectors : numpy.ndarray
         float32, ``(n, dim)``.
     queries : numpy.ndarray
@@ -123,7 +123,7 @@ def graph_allowed(
         labels, _ = graph.knn_query(queries, k=size, num_threads=threads)
     except RuntimeError:  # hnswlib reached fewer than ``size`` vectors: search exactly
         return np.ones(len(queries), dtype=bool)
-    candidates = labels.astype(np.int64)
+    candidates = labels
     kept = allowed[candidates]
     counts = np.count_nonzero(kept, axis=1)
     # The allowed candidates first (stable: in graph order), the rest -1 (padding).

@@ -1,6 +1,13 @@
-"""A dense index on disk: ``vectors.npy``, the ids (when given), the HNSW graph (``graph.hnsw``,
-hnswlib's format) when there is one, and a manifest with every parameter and the encoder's
-``model_hash`` (``storage.write_index_dir``)."""
+"""A dense index on disk (``storage.write_index_dir``): ``vectors.npy`` (float32), the ids (when
+given), and a manifest with every parameter and the encoder's ``model_hash``; with a graph, its
+links (``links0.npy``, ``upper.npy``, ``upper_start.npy``: ``links.LinkGraph``, no copy of the
+vectors) and, quantized, the codes (``codes.npy``, ``code_first.npy``, ``code_second.npy``:
+``quantization.Codes``).
+
+Format 1 (still read) held the graph as hnswlib's file ``graph.hnsw``, a copy of every vector
+among it; a load takes its links out (a pass over the file, checked in full first), and the
+next ``save`` writes format 2.
+"""
 
 from __future__ import annotations
 
@@ -14,15 +21,22 @@ import numpy as np
 from hybrid_engine.checks import check_int
 from hybrid_engine.corpus import DocIds
 from hybrid_engine.dense import hnsw as _hnsw
-from hybrid_engine.dense.mapped_graph import Graph, MappedGraph
+from hybrid_engine.dense.links import ARRAY_NAMES as LINK_ARRAYS
+from hybrid_engine.dense.links import LinkGraph
 from hybrid_engine.dense.params import DenseParams
+from hybrid_engine.dense.quantization import Codes
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.storage import open_index_dir, read_index_dir, write_index_dir
 
 FORMAT = "hybrid_engine.dense"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+OLDER_VERSIONS = (1,)
+"""The versions before ``FORMAT_VERSION`` that ``read_dense`` reads too."""
 GRAPH_FILE = "graph.hnsw"
-PARAM_NAMES = {"metric", "dim", "m", "ef_construction", "ef_search", "exact_threshold"}
+"""Format 1's graph: hnswlib's file."""
+V1_PARAM_NAMES = {"metric", "dim", "m", "ef_construction", "ef_search", "exact_threshold"}
+PARAM_NAMES = V1_PARAM_NAMES | {"quantization", "oversample"}
+CODE_ARRAYS = ("codes", "code_first", "code_second")
 
 
 @dataclass(frozen=True)
@@ -34,7 +48,7 @@ class SavedDense:
     params: DenseParams
     ef_search: int
     model_hash: str | None
-    graph: Graph | None
+    graph: LinkGraph | None
 
 
 def write_dense(
@@ -44,10 +58,17 @@ def write_dense(
     params: DenseParams,
     ef_search: int,
     model_hash: str | None,
-    graph: Graph | None,
+    graph: LinkGraph | None,
 ) -> None:
     """Write a dense index to directory ``path`` atomically."""
     arrays = {"vectors": vectors, **doc_ids.arrays()}
+    layout = None
+    if graph is not None:
+        arrays.update(graph.arrays)
+        codes = graph.codes
+        if codes.kind is not None:
+            arrays.update(codes=codes.data, code_first=codes.first, code_second=codes.second)
+        layout = {"entry_point": graph.entry_point, "max_level": graph.max_level}
     metadata: dict[str, Any] = {
         "params": {
             "metric": params.metric,
@@ -56,13 +77,15 @@ def write_dense(
             "ef_construction": params.ef_construction,
             "ef_search": ef_search,
             "exact_threshold": params.exact_threshold,
+            "quantization": params.quantization,
+            "oversample": params.oversample,
         },
         "stats": {"num_documents": len(doc_ids)},
         "doc_ids": doc_ids.mode,
         "encoder_model_hash": model_hash,
+        "graph": layout,
     }
-    components = {GRAPH_FILE: lambda file: graph.save_index(str(file))} if graph else {}
-    write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, arrays, components)
+    write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, arrays)
 
 
 def read_dense(path: str | os.PathLike[str], *, mmap: bool, verify: bool) -> SavedDense:
@@ -81,10 +104,10 @@ def read_dense(path: str | os.PathLike[str], *, mmap: bool, verify: bool) -> Sav
             mmap=mmap,
             verify=verify,
             components=(GRAPH_FILE,),
-            verify_components=verify or not mmap,
             shown_as=path,
+            older_versions=OLDER_VERSIONS,
         )
-        return _checked(path, root, manifest, arrays, mapped=mmap and not verify)
+        return _checked(path, root, manifest, arrays, check_links=verify or not mmap)
 
 
 def _checked(
@@ -93,18 +116,25 @@ def _checked(
     manifest: dict[str, Any],
     arrays: dict[str, np.ndarray],
     *,
-    mapped: bool,
+    check_links: bool,
 ) -> SavedDense:
-    """The read index of ``path`` (pinned at ``root``), checked; its graph loaded into hnswlib
-    (checked in full), or with ``mapped`` memory-mapped (its header checked, the rest at use:
-    ``MappedGraph``)."""
+    """The read index of ``path`` (pinned at ``root``), checked; its graph's links checked in
+    full with ``check_links``, else by each search as it reads them. A format 1 graph file is
+    checked in full and its links taken out (``LinkGraph.from_file``)."""
+    version = manifest["format_version"]
     try:
         saved = manifest["params"]
+        names = PARAM_NAMES if version == FORMAT_VERSION else V1_PARAM_NAMES
         # Every parameter must be recorded: a missing one would silently take its default.
-        if not isinstance(saved, dict) or set(saved) != PARAM_NAMES:
-            raise ValueError(f"params {saved!r} must set exactly {sorted(PARAM_NAMES)}")
+        if not isinstance(saved, dict) or set(saved) != names:
+            raise ValueError(f"params {saved!r} must set exactly {sorted(names)}")
         params = DenseParams(
-            saved["metric"], saved["m"], saved["ef_construction"], saved["exact_threshold"]
+            saved["metric"],
+            saved["m"],
+            saved["ef_construction"],
+            saved["exact_threshold"],
+            saved.get("quantization"),
+            saved.get("oversample"),
         )
         dim = check_int("dim", saved["dim"], 1)
         ef_search = check_int("ef_search", saved["ef_search"], 1)
@@ -113,12 +143,38 @@ def _checked(
         model_hash = manifest["encoder_model_hash"]
         if model_hash is not None and not isinstance(model_hash, str):
             raise ValueError(f"encoder_model_hash is {model_hash!r}, not a str or null")
+        layout = manifest["graph"] if version == FORMAT_VERSION else None
+        if layout is not None:
+            entry_point = check_int("entry_point", layout["entry_point"], 0)
+            max_level = check_int("max_level", layout["max_level"], 0, 63)
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexFormatError(f"{path}: bad manifest entry ({exc}); rebuild the index") from None
-    _check_arrays(path, arrays, n_docs, dim, "doc_id_bytes" in arrays)
+    explicit = "doc_id_bytes" in arrays
+    expected = {"vectors", "doc_id_bytes", "doc_id_offsets"} if explicit else {"vectors"}
+    if layout is not None:
+        expected.update(LINK_ARRAYS)
+        if params.quantization is not None:
+            expected.update(CODE_ARRAYS)
+    _check_arrays(path, arrays, n_docs, dim, expected)
     doc_ids = DocIds.from_saved(path, saved_ids, arrays, n_docs)
-    graph: Graph | None = None
-    if GRAPH_FILE in manifest["files"]:
+    vectors = arrays["vectors"]
+    graph: LinkGraph | None = None
+    if layout is not None:
+        codes = _codes(path, params.quantization, arrays, n_docs, dim)
+        widths = (arrays["links0"].shape[1:], arrays["upper"].shape[1:])
+        if widths != ((1 + 2 * params.m,), (1 + params.m,)):
+            raise IndexFormatError(
+                f"{path}: its links have widths {widths}, not those of m={params.m}; the index "
+                "is corrupt, rebuild it"
+            )
+        graph = LinkGraph(
+            arrays["links0"], arrays["upper"], arrays["upper_start"], max_level, entry_point,
+            Codes.of_vectors(vectors) if codes is None else codes,
+            shown_as=Path(path) / "links0.npy",
+        )  # fmt: skip
+        if check_links:
+            graph.check()
+    elif GRAPH_FILE in manifest["files"]:
         graph_file = _hnsw.read_header(
             root / GRAPH_FILE,
             n_docs,
@@ -127,8 +183,34 @@ def _checked(
             params.ef_construction,
             shown_as=Path(path) / GRAPH_FILE,
         )
-        graph = MappedGraph(graph_file) if mapped else _hnsw.load(graph_file)
-    return SavedDense(arrays["vectors"], doc_ids, params, ef_search, model_hash, graph)
+        graph = LinkGraph.from_file(graph_file, Codes.of_vectors(vectors))
+    return SavedDense(vectors, doc_ids, params, ef_search, model_hash, graph)
+
+
+def _codes(
+    path: str | os.PathLike[str],
+    kind: str | None,
+    arrays: dict[str, np.ndarray],
+    n_docs: int,
+    dim: int,
+) -> Codes | None:
+    """The saved codes of ``kind`` (None for float32), their shapes checked."""
+    if kind is None:
+        return None
+    data, first, second = (arrays[name] for name in CODE_ARRAYS)
+    if kind == "int8":
+        shapes = ((np.int8, (n_docs, dim)), (np.float32, (dim,)), (np.float32, (dim,)))
+    else:
+        words = -(-dim // 64)
+        shapes = ((np.uint64, (n_docs, words)), (np.float32, (dim,)), (np.float32, (n_docs,)))
+    for name, array, (dtype, shape) in zip(CODE_ARRAYS, (data, first, second), shapes, strict=True):
+        if array.dtype != dtype or array.shape != shape:
+            raise IndexFormatError(
+                f"{path}: {name} is {array.dtype} of shape {array.shape}, expected "
+                f"{np.dtype(dtype)} of shape {shape} for {kind} codes; the index is corrupt, "
+                "rebuild it"
+            )
+    return Codes(kind, data, first, second)
 
 
 def _check_arrays(
@@ -136,14 +218,14 @@ def _check_arrays(
     arrays: dict[str, np.ndarray],
     n_docs: int,
     dim: int,
-    explicit: bool,
+    expected: set[str],
 ) -> None:
-    """Raise IndexFormatError unless the arrays form an index of ``n_docs`` vectors of ``dim``."""
+    """Raise IndexFormatError unless the arrays are ``expected`` and hold ``n_docs`` vectors of
+    ``dim``."""
 
     def fail(what: str) -> IndexFormatError:
         return IndexFormatError(f"{path}: {what}; the index is corrupt, rebuild it")
 
-    expected = {"vectors", "doc_id_bytes", "doc_id_offsets"} if explicit else {"vectors"}
     if set(arrays) != expected:
         raise fail(f"expected arrays {sorted(expected)}, found {sorted(arrays)}")
     vectors = arrays["vectors"]

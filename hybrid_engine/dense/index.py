@@ -40,9 +40,10 @@ class DenseIndex(DenseGrowth):
     read one with ``DenseIndex.load``; grow it with ``add``.
 
     Up to ``exact_threshold`` vectors, every search is exact (a numpy matrix product). Above it,
-    an HNSW graph (hnswlib, ``M=m``, ``ef_construction``) finds candidates, searched with
-    ``ef_search``; their scores are then recomputed exactly, so every returned score is the
-    exact score of its id. ``search(..., exact=True)`` is exact at any size.
+    an HNSW graph (built by hnswlib, ``M=m``, ``ef_construction``) finds candidates, searched
+    with ``ef_search`` over the vectors or their ``quantization`` codes; the best
+    ``oversample * k`` of them are then scored exactly, so every returned score is the exact
+    score of its id. ``search(..., exact=True)`` is exact at any size.
 
     Notes
     -----
@@ -51,8 +52,10 @@ class DenseIndex(DenseGrowth):
     one batch over hnswlib's threads. ``add``, setting ``ef_search`` and ``save`` must not run
     while another thread uses the same index.
 
-    Memory: the vectors are held once as a float32 array and once more inside the graph (when
-    there is one); a saved index stores both. ``load(mmap=True)`` maps both files instead.
+    Memory: the float32 vectors are held once (4 bytes per dimension); the graph holds its
+    links (about ``8 m + 12`` bytes per vector) and, quantized, the codes (int8: 1 byte per
+    dimension, binary: 1 bit per dimension and 4 bytes). ``load(mmap=True)`` maps every file:
+    a quantized index then reads the float32 vectors only for the candidates it rescores.
     """
 
     # -- construction -------------------------------------------------------------------------
@@ -68,6 +71,8 @@ class DenseIndex(DenseGrowth):
         ef_construction: int = 200,
         ef_search: int = DEFAULT_EF_SEARCH,
         exact_threshold: int = DEFAULT_EXACT_THRESHOLD,
+        quantization: str | None = None,
+        oversample: float | None = None,
         batch_size: int = 64,
         num_threads: int | None = None,
         show_progress: bool = False,
@@ -92,6 +97,15 @@ class DenseIndex(DenseGrowth):
             HNSW search-time candidate list size (see ``DEFAULT_EF_SEARCH``); settable later.
         exact_threshold : int
             Up to this many vectors no graph is built and searches are exact.
+        quantization : {None, "int8", "binary"}
+            What the graph walk scores (``dense.quantization``): the float32 vectors (None),
+            int8 codes (1 byte per dimension) or binary codes (1 bit per dimension and 4
+            bytes per vector). Quantized, the walk's best ``oversample * k`` candidates are
+            rescored with the float32 vectors, which then need not be resident
+            (``load(mmap=True)``): every returned score is exact.
+        oversample : float, optional
+            Candidates rescored per hit asked for, >= 1; None: the quantization's
+            ``DEFAULT_OVERSAMPLE`` (1 for float32). Settable later.
         batch_size : int
             The encoder's batch size.
         num_threads : int, optional
@@ -112,7 +126,7 @@ class DenseIndex(DenseGrowth):
             A document that is not ``str`` or a dict of ``str``; an encoder that is not a
             ``TextEncoder`` or returns something other than a float32 array.
         """
-        params = DenseParams(metric, m, ef_construction, exact_threshold)
+        params = DenseParams(metric, m, ef_construction, exact_threshold, quantization, oversample)
         ef_search = check_int("ef_search", ef_search, 1)
         batch_size = check_int("batch_size", batch_size, 1)
         threads = check_threads(num_threads)
@@ -138,6 +152,8 @@ class DenseIndex(DenseGrowth):
         ef_construction: int = 200,
         ef_search: int = DEFAULT_EF_SEARCH,
         exact_threshold: int = DEFAULT_EXACT_THRESHOLD,
+        quantization: str | None = None,
+        oversample: float | None = None,
         num_threads: int | None = None,
     ) -> DenseIndex:
         """Index vectors computed elsewhere.
@@ -151,7 +167,9 @@ class DenseIndex(DenseGrowth):
         encoder : TextEncoder, optional
             The model that produced ``vectors``, to search with text queries and ``add`` texts;
             its ``model_hash`` is recorded by ``save``.
-        metric, m, ef_construction, ef_search, exact_threshold, num_threads
+        metric, m, ef_construction, ef_search, exact_threshold, quantization, oversample
+            As in ``build``.
+        num_threads : int, optional
             As in ``build``.
 
         Raises
@@ -163,7 +181,7 @@ class DenseIndex(DenseGrowth):
             Non-numeric ``vectors``, ids that are not ``str``, an encoder that is not a
             ``TextEncoder``.
         """
-        params = DenseParams(metric, m, ef_construction, exact_threshold)
+        params = DenseParams(metric, m, ef_construction, exact_threshold, quantization, oversample)
         ef_search = check_int("ef_search", ef_search, 1)
         threads = check_threads(num_threads)
         matrix = _vectors.prepare(vectors, "vectors", metric)
@@ -258,9 +276,9 @@ class DenseIndex(DenseGrowth):
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the index to directory ``path`` atomically (see ``storage.write_index_dir``).
 
-        The directory holds ``vectors.npy``, the ids (when given), the graph (``graph.hnsw``,
-        hnswlib's format) when there is one, and a manifest with every parameter, ``ef_search``
-        included, and the encoder's ``model_hash``.
+        The directory holds ``vectors.npy``, the ids (when given), the graph's links and codes
+        when there is one (``dense.format``), and a manifest with every parameter,
+        ``ef_search`` included, and the encoder's ``model_hash``.
         """
         write_dense(
             path,
@@ -291,17 +309,16 @@ class DenseIndex(DenseGrowth):
             Needed for text queries and adds. Its ``model_hash`` must be the one the index
             recorded (when it recorded one) and its ``dim`` the index's.
         mmap : bool
-            Memory-map the vectors read-only instead of reading them. Without ``verify``, the
-            graph too: it is searched in its file (``dense.mapped_graph``), each link and label
-            checked as a search reads it, so the load does work independent of the index's
-            size and the process holds only the pages searches touch. ``add`` then reads the
-            graph into hnswlib first (checked in full, held in memory).
+            Memory-map every array read-only instead of reading it: without ``verify``, the
+            graph's links are checked as a search reads them, so the load reads only the
+            table of where each node's upper levels start (8 bytes per vector) and the process
+            holds only the pages searches touch. An index of format 1 (``graph.hnsw``) is
+            read in full, its links taken out: ``save`` it again to map it.
         verify : bool, optional
-            Check every file's sha256 now (one pass over them), and read the graph into
-            hnswlib, which trusts its file, after checking its every link and label. Without,
-            with ``mmap``, a malformed graph record makes the search that meets it raise
+            Check every file's sha256 now (one pass over them), and every link of the graph.
+            Without, with ``mmap``, a malformed link makes the search that meets it raise
             ``IndexFormatError``. None (the default): ``not mmap``. Without ``mmap`` the
-            graph is always checked in full.
+            links are always checked in full.
 
         Raises
         ------

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from hybrid_engine.checks import check_int
+from hybrid_engine.dense.quantization import QUANTIZATIONS
 
 METRICS = ("cosine", "ip")
 DEFAULT_EXACT_THRESHOLD = 5_000
@@ -27,14 +29,23 @@ easier (0.99 at ef 24-64): real text embeddings need the larger list.
 """
 
 
+DEFAULT_OVERSAMPLE = {None: 1.0, "int8": 3.0, "binary": 8.0}
+"""Graph candidates rescored with the float32 vectors per hit asked for, by quantization (a
+float32 walk ranks by the exact scores' own order: one per hit is enough). MEASURED: see
+docs/quantization.md."""
+
+
 @dataclass(frozen=True)
 class DenseParams:
-    """Build parameters of a ``DenseIndex``, checked (see ``DenseIndex.build``)."""
+    """Build parameters of a ``DenseIndex``, checked (see ``DenseIndex.build``); ``oversample``
+    None takes the quantization's ``DEFAULT_OVERSAMPLE``."""
 
     metric: str
     m: int
     ef_construction: int
     exact_threshold: int
+    quantization: str | None = None
+    oversample: float | None = None
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
@@ -42,3 +53,21 @@ class DenseParams:
         check_int("m", self.m, 2, 10_000)  # hnswlib caps M at 10,000
         check_int("ef_construction", self.ef_construction, 1)
         check_int("exact_threshold", self.exact_threshold, 0)
+        if self.quantization is not None and self.quantization not in QUANTIZATIONS:
+            raise ValueError(
+                f"unknown quantization {self.quantization!r}; choose None (float32) or one of "
+                f"{list(QUANTIZATIONS)}"
+            )
+        if self.oversample is None:
+            object.__setattr__(self, "oversample", DEFAULT_OVERSAMPLE[self.quantization])
+        oversample = self.oversample
+        if isinstance(oversample, bool) or not isinstance(oversample, (int, float)):
+            raise TypeError(f"oversample must be a number, got {type(oversample).__name__}")
+        if not (math.isfinite(oversample) and oversample >= 1):
+            raise ValueError(f"oversample must be a finite number >= 1, got {oversample!r}")
+        object.__setattr__(self, "oversample", float(oversample))
+
+    def candidates(self, k: int, n: int) -> int:
+        """Graph candidates to rescore for ``k`` hits among ``n`` vectors."""
+        assert self.oversample is not None
+        return min(n, math.ceil(k * self.oversample))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from hybrid_engine.checks import check_int
@@ -9,14 +11,18 @@ from hybrid_engine.dense import filtered as _filtered
 from hybrid_engine.dense import hnsw as _hnsw
 from hybrid_engine.dense import knn as _knn
 from hybrid_engine.dense import vectors as _vectors
-from hybrid_engine.dense.mapped_graph import Graph, MappedGraph
+from hybrid_engine.dense.links import LinkGraph
 from hybrid_engine.dense.params import DenseParams
+from hybrid_engine.dense.quantization import Codes
 from hybrid_engine.results import SearchResult
 
 
 class VectorStore:
     """Prepared float32 vectors in the first ``count`` rows of a buffer (with room to grow),
-    and an HNSW graph of them all once there are more than ``params.exact_threshold``.
+    and an HNSW graph of them all once there are more than ``params.exact_threshold``: its
+    links and the codes of ``params.quantization`` it walks on (``links.LinkGraph``). The
+    vectors are held once: the graph walks on them when they are not quantized, and they
+    rescore its candidates.
 
     Notes
     -----
@@ -29,7 +35,7 @@ class VectorStore:
         count: int,
         params: DenseParams,
         ef_search: int,
-        graph: Graph | None,
+        graph: LinkGraph | None,
     ) -> None:
         """Over checked, prepared rows; ``graph`` holds them all, or is None."""
         self._buffer = buffer
@@ -53,7 +59,7 @@ class VectorStore:
         """A new store, its graph built when ``count`` is above the threshold."""
         graph = None
         if count > params.exact_threshold:
-            graph = _hnsw.build(buffer[:count], params.m, params.ef_construction, num_threads)
+            graph = _graph_of(buffer[:count], params, num_threads)
         return cls(buffer, count, params, ef_search, graph)
 
     @property
@@ -68,7 +74,7 @@ class VectorStore:
         return self._params
 
     @property
-    def graph(self) -> Graph | None:
+    def graph(self) -> LinkGraph | None:
         return self._graph
 
     @property
@@ -81,6 +87,14 @@ class VectorStore:
         if self._graph is not None:
             self._graph.set_ef(self._ef_search)
 
+    @property
+    def oversample(self) -> float | None:
+        return self._params.oversample
+
+    @oversample.setter
+    def oversample(self, value: float) -> None:
+        self._params = dataclasses.replace(self._params, oversample=value)
+
     def search(
         self,
         matrix: np.ndarray,
@@ -89,8 +103,9 @@ class VectorStore:
         threads: int,
         allowed: np.ndarray | None = None,
     ) -> SearchResult:
-        """The top ``k`` of prepared query rows: through the graph (candidates rescored
-        exactly) unless ``exact``, there is none, or ``k`` covers every vector.
+        """The top ``k`` of prepared query rows: through the graph unless ``exact``, there is
+        none, or ``k`` covers every vector; the graph's best ``params.candidates(k, n)`` by
+        their codes are rescored with the float32 vectors.
 
         ``allowed`` (checked bool, ``(count,)``): only those vectors may be returned, each row
         holding ``min(k, allowed.sum())`` hits (``filtered``)."""
@@ -105,12 +120,13 @@ class VectorStore:
                 return self._checked(out)
         if self._graph is not None and not exact and k < len(vectors):
             try:
-                labels, _ = self._graph.knn_query(matrix, k=k, num_threads=threads)
+                size = self._params.candidates(k, len(vectors))
+                labels, _ = self._graph.knn_query(matrix, k=size, num_threads=threads)
             except RuntimeError:
-                # hnswlib reached fewer than k vectors from the entry point: search exactly.
+                # The walk reached fewer than size vectors from the entry point: search exactly.
                 labels = None
             if labels is not None:
-                _knn.top_k(vectors, matrix, labels.astype(np.int64), out.ids, out.scores)
+                _knn.top_k(vectors, matrix, labels, out.ids, out.scores)
                 return self._checked(out)
         _knn.exact_search(vectors, matrix, out.ids, out.scores, self._vector_norm_bound())
         return self._checked(out)
@@ -125,8 +141,9 @@ class VectorStore:
         out: SearchResult,
     ) -> None:
         """Write into ``out`` the top-k of each query among the ``n_allowed`` (fewer than all)
-        allowed vectors: through the oversampled graph when ``filtered.plan`` says it pays,
-        else (and for the queries it leaves short) exactly over the allowed rows."""
+        allowed vectors: through the oversampled graph when ``filtered.plan`` says it pays
+        (asking for ``params.candidates`` of the planned list), else (and for the queries it
+        leaves short) exactly over the allowed rows."""
         if n_allowed == 0:
             return
         vectors, k = self.vectors, out.ids.shape[1]
@@ -134,6 +151,7 @@ class VectorStore:
         if graph is not None and not exact:
             size = _filtered.plan(k, n_allowed, len(vectors), self._ef_search, self._params.m)
             if size is not None:
+                size = self._params.candidates(size, len(vectors))
                 short = _filtered.graph_allowed(
                     graph, vectors, matrix, allowed, size, threads, out.ids, out.scores
                 )
@@ -165,10 +183,12 @@ class VectorStore:
     def append(self, matrix: np.ndarray, num_threads: int) -> None:
         """Add prepared rows; crossing the threshold builds the graph.
 
-        A memory-mapped graph is first read into hnswlib (``MappedGraph.loaded``: checked in
-        full, then held in memory). On an error the rows are not added; a graph that was being
-        extended is dropped (it could return positions past the vectors), so searches are
-        exact until an ``append`` builds one again.
+        A graph is grown in hnswlib: its links and the vectors go back into an hnswlib index
+        (``LinkGraph.to_hnswlib``: checked in full), the rows are inserted, and the links come
+        out again, the new rows' codes made with the graph's own mapping (a pass over every
+        vector and link: add in batches). On an error the rows are not added; a graph that was
+        being extended is dropped (it could return positions past the vectors), so searches
+        are exact until an ``append`` builds one again.
         """
         start, stop = self._count, self._count + len(matrix)
         if start == stop:
@@ -179,14 +199,18 @@ class VectorStore:
         buffer = _vectors.grown(buffer, start, stop - start)
         buffer[start:stop] = matrix
         graph, params = self._graph, self._params
-        if isinstance(graph, MappedGraph):
-            graph = graph.loaded()  # a malformed file raises here, nothing changed
-            graph.set_ef(self._ef_search)
+        m, ef_construction = params.m, params.ef_construction
+        # A malformed graph raises here, nothing changed.
+        grown = graph.to_hnswlib(buffer[:start], m, ef_construction) if graph else None
         try:
-            if graph is not None:
-                _hnsw.extend(graph, matrix, num_threads)
+            if grown is not None and graph is not None:
+                _hnsw.extend(grown, matrix, num_threads)
+                codes = graph.codes.extended(matrix, buffer[:stop])
+                graph = LinkGraph.from_hnswlib(grown, codes, m, ef_construction)
+                del grown
             elif stop > params.exact_threshold:
-                graph = _hnsw.build(buffer[:stop], params.m, params.ef_construction, num_threads)
+                graph = _graph_of(buffer[:stop], params, num_threads)
+            if graph is not None:
                 graph.set_ef(self._ef_search)
         except BaseException:
             self._graph = None
@@ -194,3 +218,11 @@ class VectorStore:
         if self._max_norm is not None:
             self._max_norm = max(self._max_norm, _vectors.max_norm(matrix))
         self._buffer, self._count, self._graph = buffer, stop, graph
+
+
+def _graph_of(vectors: np.ndarray, params: DenseParams, num_threads: int) -> LinkGraph:
+    """The links of an hnswlib graph built over ``vectors``, with their codes of
+    ``params.quantization``."""
+    built = _hnsw.build(vectors, params.m, params.ef_construction, num_threads)
+    codes = Codes.fit(params.quantization, vectors)
+    return LinkGraph.from_hnswlib(built, codes, params.m, params.ef_construction)

@@ -21,7 +21,16 @@ DEFAULT_RETRIEVERS = ("bm25", "dense")
 """The retrievers of ``HybridIndex.build`` by default."""
 BM25_OPTIONS = ("k1", "b", "method", "delta", "analyzer")
 """Keys of ``HybridIndex.build(bm25_options=...)``: these parameters of ``BM25Index.build``."""
-DENSE_OPTIONS = ("metric", "m", "ef_construction", "ef_search", "exact_threshold", "batch_size")
+DENSE_OPTIONS = (
+    "metric",
+    "m",
+    "ef_construction",
+    "ef_search",
+    "exact_threshold",
+    "quantization",
+    "oversample",
+    "batch_size",
+)
 """Keys of ``HybridIndex.build(dense_options=...)``: these parameters of ``DenseIndex.build``."""
 _LEG_TYPES = {"bm25": BM25Index, "dense": DenseIndex, "splade": SpladeIndex}
 
