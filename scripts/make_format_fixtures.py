@@ -7,7 +7,7 @@ Writes, from the corpus in ``corpus.json`` (kept as it is) and fixed seeds:
   words; the source the model folder is exported from;
 - ``models/tiny-bert/``: that model prepared by ``prepare_bi_encoder`` (format
   ``hybrid_engine.model``), the project's own export path;
-- ``bm25/``, ``dense/`` (the tiny model's vectors), ``splade/`` (``tests/sparse_oracle``'s
+- ``bm25/``, ``dense/`` (the tiny model's vectors, a graph walked on int8 codes), ``splade/`` (``tests/sparse_oracle``'s
   hashing encoder): the three leg formats;
 - ``hybrid/``: ``HybridIndex.build(...).save`` (BM25 and dense, the model recorded by name);
 - ``live/``: the same engine after the adds, deletes and upserts of ``corpus.json["live"]``,
@@ -164,7 +164,9 @@ def make_legs(corpus: dict[str, Any], legs: Sequence[str]) -> None:
         BM25Index.build(documents).save(FIXTURES / "bm25")
     if "dense" in legs:
         encoder = Encoder.load(FIXTURES / "models" / MODEL_NAME, variant="fp32")
-        DenseIndex.build(documents, encoder=encoder).save(FIXTURES / "dense")
+        # A graph over the few documents, walked on int8 codes: format 2's every array.
+        options = {"exact_threshold": 0, "quantization": "int8", "num_threads": 1}
+        DenseIndex.build(documents, encoder=encoder, **options).save(FIXTURES / "dense")
     if "splade" in legs:
         SpladeIndex.build(documents, encoder=HashingSparseEncoder()).save(FIXTURES / "splade")
 

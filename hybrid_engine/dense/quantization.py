@@ -109,7 +109,7 @@ class Codes:
         """The queries quantized for binary codes: uint64 bit planes ``(n_queries,
         QUERY_BITS, words)`` (plane ``j`` holds bit ``j`` of each dimension's 4-bit value
         ``u_i``, so ``q_i ~ low + width u_i``) and float32 ``(n_queries, 3)`` rows ``(low,
-        width, sum_i q_i)``. Other kinds: empty arrays of those dtypes."""
+        width, sum_i (low + width u_i))``. Other kinds: empty arrays of those dtypes."""
         words = self.data.shape[1] if self.kind == "binary" else 0
         if self.kind != "binary":
             return (
@@ -123,7 +123,8 @@ class Codes:
         planes = np.stack(
             [_pack_bits((levels >> j) & 1 == 1, words) for j in range(QUERY_BITS)], axis=1
         )
-        sums = queries.sum(axis=1, dtype=np.float64).astype(np.float32)
+        dim = queries.shape[1]
+        sums = low * np.float32(dim) + width * levels.sum(axis=1, dtype=np.float32)
         return planes, np.stack((low, width, sums), axis=1).astype(np.float32)
 
 
