@@ -134,16 +134,48 @@ def test_bm25_fixture_equals_a_fresh_build(
     assert saved["format_version"] == bm25_format.FORMAT_VERSION
 
 
-@pytest.mark.parametrize("name", ["dense", "hybrid-v3/dense"])
-def test_dense_fixture_equals_brute_force_knn(name: str, tiny: Encoder, tmp_path: Path) -> None:
-    index = DenseIndex.load(_copy(name, tmp_path), encoder=tiny)  # its model_hash checked
+@pytest.mark.parametrize("name", ["dense", "dense-v1", "hybrid-v3/dense"])
+@pytest.mark.parametrize("mmap", [False, True])
+def test_dense_fixture_equals_brute_force_knn(
+    name: str, mmap: bool, tiny: Encoder, tmp_path: Path
+) -> None:
+    """Every search (k = n: exact; k = 3: through the graph where there is one, on int8 codes
+    in the current version) gives brute-force kNN of the model's vectors."""
+    path = _copy(name, tmp_path)
+    index = DenseIndex.load(path, encoder=tiny, mmap=mmap)  # its model_hash checked
+    assert index.uses_graph == (name == "dense")
+    assert index.quantization == ("int8" if name == "dense" else None)
     vectors = tiny.encode([doc_text(d) for d in DOCS])
     queries = tiny.encode(QUERIES)
-    k = len(DOCS)
-    expected_ids, expected_scores = knn(vectors, queries, k, index.metric)
-    result = index.search(QUERIES, k)
-    np.testing.assert_array_equal(result.ids, expected_ids)
-    np.testing.assert_allclose(result.scores, expected_scores, rtol=1e-5, atol=1e-6)
+    for k in (3, len(DOCS)):
+        expected_ids, expected_scores = knn(vectors, queries, k, index.metric)
+        result = index.search(QUERIES, k)
+        np.testing.assert_array_equal(result.ids, expected_ids)
+        np.testing.assert_allclose(result.scores, expected_scores, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+def test_dense_format_1_graph_is_read_and_saved_as_the_current_version(
+    mmap: bool, tmp_path: Path
+) -> None:
+    """Format 1's graph (hnswlib's file, a copy of the vectors among it): its links are taken
+    out at load; searches find the brute-force neighbours, and a save writes format 2 (links
+    only) that searches alike."""
+    index = DenseIndex.load(_copy("dense-graph-v1", tmp_path), mmap=mmap)
+    assert index.uses_graph and index.quantization is None
+    vectors = np.load(FIXTURES / "dense-graph-v1" / "vectors.npy")
+    queries = vectors[::10] + np.float32(0.05)
+    truth, _ = knn(vectors, queries, 10, "cosine")
+    found = index.search(queries, 10)
+    assert np.mean([len(set(a) & set(b)) / 10 for a, b in zip(found.ids, truth)]) >= 0.95
+    exact = index.search(queries, 10, exact=True)
+    np.testing.assert_array_equal(exact.ids, truth)
+    index.save(tmp_path / "again")
+    saved = json.loads((tmp_path / "again" / "manifest.json").read_text())
+    assert saved["format_version"] == dense_format.FORMAT_VERSION
+    assert "graph.hnsw" not in saved["files"] and "links0.npy" in saved["files"]
+    again = DenseIndex.load(tmp_path / "again")
+    np.testing.assert_array_equal(again.search(queries, 10).ids, found.ids)
 
 
 def test_splade_fixture_equals_the_quantized_dot_product(tmp_path: Path) -> None:
