@@ -218,3 +218,21 @@ def test_a_live_engine_commits_reloads_and_merges_quantized(kind: str, tmp_path:
         dense_options={"exact_threshold": 0},
     )
     assert again.search(LIVE_QUERIES, 5).doc_ids == whole.search(LIVE_QUERIES, 5).doc_ids
+
+
+@pytest.mark.parametrize("kind", [None, "int8"])
+def test_cold_mapping_keeps_only_quantized_vectors_on_disk(kind, tmp_path: Path) -> None:
+    """``mmap="cold"``: the float32 vectors of a quantized graph stay mapped, everything else
+    (links, codes; every array of a float32 graph, which walks on its vectors) is read."""
+    index = DenseIndex.from_vectors(VECTORS, quantization=kind, exact_threshold=0)
+    index.save(tmp_path / "q")
+    cold = DenseIndex.load(tmp_path / "q", mmap="cold")
+    graph = cold._store.graph
+    assert isinstance(cold._store._buffer, np.memmap) == (kind is not None)
+    assert not any(isinstance(a, np.memmap) for a in graph.arrays.values())
+    assert not isinstance(graph.codes.data, np.memmap) or kind is None
+    a, b = index.search(QUERIES, 10), cold.search(QUERIES, 10)
+    np.testing.assert_array_equal(a.ids, b.ids)
+    np.testing.assert_array_equal(a.scores, b.scores)
+    with pytest.raises(ValueError, match=r"mmap must be False .* or 'cold'.*got 'warm'"):
+        DenseIndex.load(tmp_path / "q", mmap="warm")

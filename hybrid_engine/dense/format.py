@@ -88,7 +88,7 @@ def write_dense(
     write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, arrays)
 
 
-def read_dense(path: str | os.PathLike[str], *, mmap: bool, verify: bool) -> SavedDense:
+def read_dense(path: str | os.PathLike[str], *, mmap: bool | str, verify: bool) -> SavedDense:
     """Read and check a directory written by ``write_dense`` (see ``DenseIndex.load``).
 
     Raises
@@ -101,13 +101,27 @@ def read_dense(path: str | os.PathLike[str], *, mmap: bool, verify: bool) -> Sav
             root,
             FORMAT,
             FORMAT_VERSION,
-            mmap=mmap,
+            mmap=bool(mmap),
             verify=verify,
             components=(GRAPH_FILE,),
             shown_as=path,
             older_versions=OLDER_VERSIONS,
         )
-        return _checked(path, root, manifest, arrays, check_links=verify or not mmap)
+        if mmap == "cold":
+            arrays = _hot_in_memory(manifest, arrays)
+        return _checked(path, root, manifest, arrays, check_links=verify or mmap is not True)
+
+
+def _hot_in_memory(
+    manifest: dict[str, Any], arrays: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """The mapped ``arrays`` with those every search reads copied into memory: all but the
+    float32 vectors of a quantized graph, which only rescore candidates."""
+    params = manifest.get("params")
+    cold = set()
+    if manifest.get("graph") and isinstance(params, dict) and params.get("quantization"):
+        cold.add("vectors")
+    return {name: a if name in cold else np.array(a) for name, a in arrays.items()}
 
 
 def _checked(

@@ -30,7 +30,7 @@ from hybrid_engine.dense.params import DEFAULT_EF_SEARCH, DEFAULT_EXACT_THRESHOL
 from hybrid_engine.dense.store import VectorStore
 from hybrid_engine.protocols import TextEncoder
 from hybrid_engine.results import SearchResult, hits_width
-from hybrid_engine.storage import verify_default
+from hybrid_engine.storage import check_mmap, verify_default
 
 
 class DenseIndex(DenseGrowth):
@@ -296,7 +296,7 @@ class DenseIndex(DenseGrowth):
         path: str | os.PathLike[str],
         *,
         encoder: TextEncoder | None = None,
-        mmap: bool = False,
+        mmap: bool | str = False,
         verify: bool | None = None,
     ) -> DenseIndex:
         """Read an index saved by ``save``.
@@ -308,12 +308,15 @@ class DenseIndex(DenseGrowth):
         encoder : TextEncoder, optional
             Needed for text queries and adds. Its ``model_hash`` must be the one the index
             recorded (when it recorded one) and its ``dim`` the index's.
-        mmap : bool
-            Memory-map every array read-only instead of reading it: without ``verify``, the
-            graph's links are checked as a search reads them, so the load reads only the
+        mmap : {False, True, "cold"}
+            True: memory-map every array read-only instead of reading it: without ``verify``,
+            the graph's links are checked as a search reads them, so the load reads only the
             table of where each node's upper levels start (8 bytes per vector) and the process
-            holds only the pages searches touch. An index of format 1 (``graph.hnsw``) is
-            read in full, its links taken out: ``save`` it again to map it.
+            holds only the pages searches touch. ``"cold"``: map only the float32 vectors of
+            a quantized graph (read only for the candidates a search rescores) and read the
+            rest, links and codes, into memory (checked in full). An index of format 1
+            (``graph.hnsw``) is read in full, its links taken out: ``save`` it again to map
+            it.
         verify : bool, optional
             Check every file's sha256 now (one pass over them), and every link of the graph.
             Without, with ``mmap``, a malformed link makes the search that meets it raise
@@ -329,6 +332,7 @@ class DenseIndex(DenseGrowth):
         TypeError
             An encoder that is not a ``TextEncoder``.
         """
+        mmap = check_mmap(mmap)
         verify = verify_default(verify, mmap)
         saved = read_dense(path, mmap=mmap, verify=verify)
         if encoder is not None:

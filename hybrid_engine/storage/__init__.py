@@ -3,6 +3,8 @@ replaced atomically and read one version at a time (``replace``)."""
 
 from hybrid_engine.storage._files import MANIFEST
 from hybrid_engine.storage.index_dir import (
+    MMAP_MODES,
+    check_mmap,
     delimits,
     read_index_dir,
     user_cache_dir,
@@ -13,6 +15,8 @@ from hybrid_engine.storage.replace import open_index_dir, remove_unused_slots
 
 __all__ = [
     "MANIFEST",
+    "MMAP_MODES",
+    "check_mmap",
     "delimits",
     "open_index_dir",
     "read_index_dir",

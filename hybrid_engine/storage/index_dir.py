@@ -46,7 +46,29 @@ def user_cache_dir(env: str, name: str) -> Path:
     return Path(cache) / "hybrid_engine" / name
 
 
-def verify_default(verify: bool | None, mmap: bool) -> bool:
+MMAP_MODES = (False, True, "cold")
+"""What a load's ``mmap`` may be: read every array (False), map every array (True), or map
+only the arrays searches read rarely and read the rest (``"cold"``)."""
+
+
+def check_mmap(mmap: object) -> bool | str:
+    """``mmap`` when it is one of ``MMAP_MODES``.
+
+    Raises
+    ------
+    ValueError
+        Anything else, naming the choices.
+    """
+    if isinstance(mmap, (bool, str)) and mmap in MMAP_MODES:
+        return mmap
+    raise ValueError(
+        f"mmap must be False (read every array), True (map every array) or 'cold' (map only "
+        f"what searches read rarely: float32 vectors of a quantized dense leg, stored texts), "
+        f"got {mmap!r}"
+    )
+
+
+def verify_default(verify: bool | None, mmap: bool | str) -> bool:
     """A load's ``verify``: as given, or for None ``not mmap`` (a memory-mapped load reads no
     array whole, so it checks each part when a search first reads it instead)."""
     return not mmap if verify is None else verify
