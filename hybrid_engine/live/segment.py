@@ -148,10 +148,11 @@ class Segment:
         *,
         encoder: TextEncoder | None,
         splade_encoder: SparseEncoder | None,
-        mmap: bool = False,
+        mmap: bool | str = False,
     ) -> Segment:
         """Read a segment written by ``save``, with the legs of ``config``'s retrievers
-        (their arrays memory-mapped with ``mmap``).
+        (their arrays memory-mapped with ``mmap``: True maps every array, ``"cold"`` only the
+        float32 vectors of a quantized dense leg, ``DenseIndex.load``).
 
         Raises
         ------
@@ -165,13 +166,16 @@ class Segment:
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(f"{path}: bad segment ({exc}); rebuild the index") from None
         retrievers = config.retrievers
-        bm25 = BM25Index.load(path / "bm25", mmap=mmap) if "bm25" in retrievers else None
+        postings_mapped = mmap is True  # "cold" keeps postings in memory: every search reads them
+        bm25 = None
+        if "bm25" in retrievers:
+            bm25 = BM25Index.load(path / "bm25", mmap=postings_mapped)
         dense = None
         if "dense" in retrievers:
             dense = DenseIndex.load(path / "dense", encoder=encoder, mmap=mmap)
         splade = None
         if "splade" in retrievers:
-            splade = SpladeIndex.load(path / "splade", encoder=splade_encoder, mmap=mmap)
+            splade = SpladeIndex.load(path / "splade", encoder=splade_encoder, mmap=postings_mapped)
         for leg in (bm25, dense, splade):
             if leg is not None and len(leg.doc_ids) != n_docs:
                 raise IndexFormatError(

@@ -289,7 +289,7 @@ class LiveState:
         *,
         encoder: TextEncoder | None,
         splade_encoder: SparseEncoder | None,
-        mmap: bool = False,
+        mmap: bool | str = False,
     ) -> LiveState:
         """The state of commit ``point`` of the index at ``path``, attached to it (the legs'
         arrays memory-mapped with ``mmap``). Raises what ``state_files.read_segments`` does

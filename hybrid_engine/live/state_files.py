@@ -30,7 +30,7 @@ def read_segments(
     *,
     encoder: TextEncoder | None,
     splade_encoder: SparseEncoder | None,
-    mmap: bool,
+    mmap: bool | str,
 ) -> tuple[list[Segment], list[np.ndarray | None]]:
     """The segments of commit ``point`` of the index at ``path`` and their live masks (None:
     none deleted), in the commit point's order; the legs' arrays memory-mapped with ``mmap``.

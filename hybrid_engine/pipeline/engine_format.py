@@ -104,7 +104,7 @@ def read_engine(
     encoder: TextEncoder | None,
     splade_encoder: SparseEncoder | None,
     num_threads: int | None,
-    mmap: bool,
+    mmap: bool | str,
     allow_degraded: bool = False,
 ) -> tuple[LiveState, dict[str, str]]:
     """The last commit of the index at ``path`` (``HybridIndex.load`` documents the

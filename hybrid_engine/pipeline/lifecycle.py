@@ -19,6 +19,7 @@ from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.pipeline.engine_format import read_engine
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
+from hybrid_engine.storage import check_mmap
 
 _Self = TypeVar("_Self", bound="Lifecycle")
 
@@ -233,7 +234,7 @@ class Lifecycle:
         splade_encoder: SparseEncoder | None = None,
         reranker: CrossEncoder | None = None,
         num_threads: int | None = None,
-        mmap: bool = False,
+        mmap: bool | str = False,
         allow_degraded: bool = False,
     ) -> _Self:
         """Open the last commit of an index directory; the engine is attached to it.
@@ -257,8 +258,13 @@ class Lifecycle:
             The cross-encoder of ``search(rerank=...)``, through its gate (``with_reranker``).
         num_threads : int, optional
             Threads of the default encoders (all cores when None).
-        mmap : bool
-            Memory-map the legs' arrays.
+        mmap : {False, True, "cold"}
+            True: memory-map every array of every segment (the process holds only the pages
+            searches touch). ``"cold"``: map only what searches read rarely, the float32
+            vectors of a quantized dense leg (read only for the candidates a search rescores)
+            and the stored texts, titles and metadata (read for the hits), and read the rest
+            into memory: BM25 and SPLADE postings, graph links, codes, ids
+            (docs/memory.md). False: read every array.
         allow_degraded : bool
             When the prepared model of the dense or SPLADE leg is missing or damaged, load
             the other legs instead of raising, with a ``DegradedWarning``: the leg is left
@@ -280,6 +286,7 @@ class Lifecycle:
             No encoder given, and the recorded model is not prepared here (unless
             ``allow_degraded``).
         """
+        mmap = check_mmap(mmap)
         state, unloaded = read_engine(
             Path(path),
             encoder=encoder,
