@@ -236,3 +236,22 @@ def test_cold_mapping_keeps_only_quantized_vectors_on_disk(kind, tmp_path: Path)
     np.testing.assert_array_equal(a.scores, b.scores)
     with pytest.raises(ValueError, match=r"mmap must be False .* or 'cold'.*got 'warm'"):
         DenseIndex.load(tmp_path / "q", mmap="warm")
+
+
+def test_cold_rescoring_reads_rows_by_position_and_survives_the_file_replaced(
+    tmp_path: Path,
+) -> None:
+    """``mmap="cold"`` rescores from the vectors' file by position (``VectorFile``): the same
+    results as in memory, also once a save has replaced the directory (the file stays open)."""
+    index = DenseIndex.from_vectors(VECTORS, quantization="int8", exact_threshold=0)
+    index.save(tmp_path / "q")
+    cold = DenseIndex.load(tmp_path / "q", mmap="cold")
+    assert cold._store._file is not None
+    DenseIndex.from_vectors(VECTORS[::-1] * 2, metric="ip").save(tmp_path / "q")
+    a, b = index.search(QUERIES, 10), cold.search(QUERIES, 10)
+    np.testing.assert_array_equal(a.ids, b.ids)
+    np.testing.assert_array_equal(a.scores, b.scores)
+    allowed = np.random.default_rng(3).random(len(VECTORS)) < 0.3
+    a, b = index.search(QUERIES, 10, allowed=allowed), cold.search(QUERIES, 10, allowed=allowed)
+    np.testing.assert_array_equal(a.ids, b.ids)
+    np.testing.assert_array_equal(a.scores, b.scores)

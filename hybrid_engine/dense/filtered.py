@@ -25,11 +25,14 @@ recall of the graph at the same ``ef``, which is what ``ef_search`` asks for.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
-from hybrid_engine.dense import knn as _knn
 from hybrid_engine.dense.links import LinkGraph
+
+Rescore = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
+"""``knn.top_k`` over an index's vectors: ``(queries, candidates, ids_out, scores_out)``."""
 
 SHORTFALL_SIGMAS = 3.0
 """How far below its mean (in standard deviations) the count of allowed candidates in a graph
@@ -83,7 +86,7 @@ def plan(k: int, n_allowed: int, n: int, ef_search: int, m: int) -> int | None:
 
 def graph_allowed(
     graph: LinkGraph,
-    vectors: np.ndarray,
+    rescore: Rescore,
     queries: np.ndarray,
     allowed: np.ndarray,
     size: int,
@@ -92,14 +95,14 @@ def graph_allowed(
     scores_out: np.ndarray,
 ) -> np.ndarray:
     """Top-k of every query among the allowed ones of its ``size`` graph candidates, ranked by
-    exact score (``knn.top_k``).
+    exact score (``rescore``, as ``knn.top_k``).
 
     Parameters
     ----------
     graph : LinkGraph
-        Over ``vectors``; searched with ``ef = max(its ef, size)``.
-    vectors : numpy.ndarray
-        float32, ``(n, dim)``.
+        Searched with ``ef = max(its ef, size)``.
+    rescore : callable
+        ``(queries, candidates, ids_out, scores_out)``: ``knn.top_k`` over the vectors.
     queries : numpy.ndarray
         float32, ``(n_queries, dim)``, prepared.
     allowed : numpy.ndarray
@@ -131,5 +134,5 @@ def graph_allowed(
     candidates = np.where(
         np.take_along_axis(kept, order, axis=1), np.take_along_axis(candidates, order, axis=1), -1
     )
-    _knn.top_k(vectors, queries, candidates, ids_out, scores_out)
+    rescore(queries, candidates, ids_out, scores_out)
     return counts < k

@@ -11,6 +11,7 @@ next ``save`` writes format 2.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from hybrid_engine.dense.links import ARRAY_NAMES as LINK_ARRAYS
 from hybrid_engine.dense.links import LinkGraph
 from hybrid_engine.dense.params import DenseParams
 from hybrid_engine.dense.quantization import Codes
+from hybrid_engine.dense.vector_file import VectorFile
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.storage import open_index_dir, read_index_dir, write_index_dir
 
@@ -49,6 +51,7 @@ class SavedDense:
     ef_search: int
     model_hash: str | None
     graph: LinkGraph | None
+    file: VectorFile | None
 
 
 def write_dense(
@@ -109,14 +112,23 @@ def read_dense(path: str | os.PathLike[str], *, mmap: bool | str, verify: bool) 
         )
         if mmap == "cold":
             arrays = _hot_in_memory(manifest, arrays)
-        return _checked(path, root, manifest, arrays, check_links=verify or mmap is not True)
+        saved = _checked(path, root, manifest, arrays, check_links=verify or mmap is not True)
+        vectors = saved.vectors
+        if isinstance(vectors, np.memmap) and mmap == "cold":
+            shape = (vectors.shape[0], vectors.shape[1])
+            file = VectorFile(
+                root / "vectors.npy", vectors.offset, shape, Path(path) / "vectors.npy"
+            )
+            saved = dataclasses.replace(saved, file=file)
+        return saved
 
 
 def _hot_in_memory(
     manifest: dict[str, Any], arrays: dict[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
     """The mapped ``arrays`` with those every search reads copied into memory: all but the
-    float32 vectors of a quantized graph, which only rescore candidates."""
+    float32 vectors of a quantized graph, which only rescore candidates (read by position:
+    ``VectorFile``)."""
     params = manifest.get("params")
     cold = set()
     if manifest.get("graph") and isinstance(params, dict) and params.get("quantization"):
@@ -198,7 +210,7 @@ def _checked(
             shown_as=Path(path) / GRAPH_FILE,
         )
         graph = LinkGraph.from_file(graph_file, Codes.of_vectors(vectors))
-    return SavedDense(vectors, doc_ids, params, ef_search, model_hash, graph)
+    return SavedDense(vectors, doc_ids, params, ef_search, model_hash, graph, None)
 
 
 def _codes(

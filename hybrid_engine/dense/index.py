@@ -313,10 +313,11 @@ class DenseIndex(DenseGrowth):
             the graph's links are checked as a search reads them, so the load reads only the
             table of where each node's upper levels start (8 bytes per vector) and the process
             holds only the pages searches touch. ``"cold"``: map only the float32 vectors of
-            a quantized graph (read only for the candidates a search rescores) and read the
-            rest, links and codes, into memory (checked in full). An index of format 1
-            (``graph.hnsw``) is read in full, its links taken out: ``save`` it again to map
-            it.
+            a quantized graph and read the rest, links and codes, into memory (checked in
+            full); the candidates a search rescores are read from the vectors' file by
+            position (``dense.vector_file``), so they never enter the process's memory map.
+            An index of format 1 (``graph.hnsw``) is read in full, its links taken out:
+            ``save`` it again to map it.
         verify : bool, optional
             Check every file's sha256 now (one pass over them), and every link of the graph.
             Without, with ``mmap``, a malformed link makes the search that meets it raise
@@ -338,8 +339,9 @@ class DenseIndex(DenseGrowth):
         if encoder is not None:
             check_loaded_encoder(path, encoder, saved.vectors.shape[1], saved.model_hash)
         store = VectorStore(
-            saved.vectors, len(saved.doc_ids), saved.params, saved.ef_search, saved.graph
-        )
+            saved.vectors, len(saved.doc_ids), saved.params, saved.ef_search, saved.graph,
+            saved.file,
+        )  # fmt: skip
         return cls(store, saved.doc_ids, encoder, saved.model_hash)
 
 

@@ -7,6 +7,8 @@ ascending position; the HNSW path ranks its candidates by the same rule (``top_k
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from hybrid_engine.dense import _kernels as kernels
@@ -47,6 +49,24 @@ def top_k(
     order = np.lexsort((candidates, -scores), axis=1)[:, : ids_out.shape[1]]
     ids_out[:, : order.shape[1]] = np.take_along_axis(candidates, order, axis=1)
     scores_out[:, : order.shape[1]] = np.take_along_axis(scores, order, axis=1)
+
+
+def top_k_taken(
+    take: Callable[[np.ndarray], np.ndarray],
+    queries: np.ndarray,
+    candidates: np.ndarray,
+    ids_out: np.ndarray,
+    scores_out: np.ndarray,
+) -> None:
+    """``top_k`` with the candidates' vectors fetched by ``take`` (sorted distinct positions to
+    float32 rows) instead of read from an array: the same ranking, ties by position."""
+    valid = candidates >= 0
+    unique, inverse = np.unique(candidates[valid], return_inverse=True)
+    local = np.full(candidates.shape, -1, dtype=np.int64)
+    local[valid] = inverse
+    top_k(take(unique), queries, local, ids_out, scores_out)
+    found = ids_out >= 0
+    ids_out[found] = unique[ids_out[found]]
 
 
 def _approx_scores(

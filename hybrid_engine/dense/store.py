@@ -14,6 +14,7 @@ from hybrid_engine.dense import vectors as _vectors
 from hybrid_engine.dense.links import LinkGraph
 from hybrid_engine.dense.params import DenseParams
 from hybrid_engine.dense.quantization import Codes
+from hybrid_engine.dense.vector_file import VectorFile
 from hybrid_engine.results import SearchResult
 
 
@@ -36,9 +37,13 @@ class VectorStore:
         params: DenseParams,
         ef_search: int,
         graph: LinkGraph | None,
+        file: VectorFile | None = None,
     ) -> None:
-        """Over checked, prepared rows; ``graph`` holds them all, or is None."""
+        """Over checked, prepared rows; ``graph`` holds them all, or is None. ``file``: the
+        rows' file, read by position to rescore the graph's candidates (``buffer`` then maps
+        it, read only by exact searches)."""
         self._buffer = buffer
+        self._file = file
         self._count = count
         self._params = params
         self._ef_search = ef_search
@@ -126,7 +131,7 @@ class VectorStore:
                 # The walk reached fewer than size vectors from the entry point: search exactly.
                 labels = None
             if labels is not None:
-                _knn.top_k(vectors, matrix, labels, out.ids, out.scores)
+                self._rescore(matrix, labels, out.ids, out.scores)
                 return self._checked(out)
         _knn.exact_search(vectors, matrix, out.ids, out.scores, self._vector_norm_bound())
         return self._checked(out)
@@ -153,7 +158,7 @@ class VectorStore:
             if size is not None:
                 size = self._params.candidates(size, len(vectors))
                 short = _filtered.graph_allowed(
-                    graph, vectors, matrix, allowed, size, threads, out.ids, out.scores
+                    graph, self._rescore, matrix, allowed, size, threads, out.ids, out.scores
                 )
         if short.any():
             rest = SearchResult.empty(int(np.count_nonzero(short)), k)
@@ -161,6 +166,15 @@ class VectorStore:
             norm = self._vector_norm_bound()
             _knn.exact_search(vectors, matrix[short], rest.ids, rest.scores, norm, rows)
             out.ids[short], out.scores[short] = rest.ids, rest.scores
+
+    def _rescore(
+        self, matrix: np.ndarray, candidates: np.ndarray, ids: np.ndarray, scores: np.ndarray
+    ) -> None:
+        """``knn.top_k`` of the candidates, their vectors read from the file when there is one."""
+        if self._file is not None:
+            _knn.top_k_taken(self._file.take, matrix, candidates, ids, scores)
+        else:
+            _knn.top_k(self.vectors, matrix, candidates, ids, scores)
 
     def _checked(self, out: SearchResult) -> SearchResult:
         """``out``, unless a hit's score passed the float32 range (inner products of huge
@@ -217,7 +231,7 @@ class VectorStore:
             raise
         if self._max_norm is not None:
             self._max_norm = max(self._max_norm, _vectors.max_norm(matrix))
-        self._buffer, self._count, self._graph = buffer, stop, graph
+        self._buffer, self._count, self._graph, self._file = buffer, stop, graph, None
 
 
 def _graph_of(vectors: np.ndarray, params: DenseParams, num_threads: int) -> LinkGraph:

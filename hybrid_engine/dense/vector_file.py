@@ -1,0 +1,62 @@
+"""The float32 vectors of a saved dense index read row by row from their file (``os.pread``),
+never mapped: what rescores a quantized graph's candidates when ``load(mmap="cold")`` keeps
+the vectors on disk.
+
+Why not the memory map: a page fault maps the page cache around it (fault-around, some 16
+pages on Linux; ``MADV_RANDOM`` does not stop it), so after a thousand queries' candidates a
+mapped vectors file is nearly all in the process's resident set, though only ~30 rows a query
+were read. A positional read copies just the rows asked for and maps nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from pathlib import Path
+
+import numpy as np
+
+from hybrid_engine.errors import IndexFormatError
+
+
+class VectorFile:
+    """Rows of a float32 ``(n, dim)`` C-order array stored from byte ``offset`` of ``file``.
+
+    The file is opened once: the rows stay readable after a save replaces or removes it.
+    Thread-safe (positional reads).
+    """
+
+    def __init__(self, file: Path, offset: int, shape: tuple[int, int], shown_as: Path) -> None:
+        self._fd = os.open(file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        weakref.finalize(self, os.close, self._fd)
+        self._offset, self._shape, self._shown_as = offset, shape, shown_as
+        self._row_bytes = 4 * shape[1]
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """float32 ``(len(rows), dim)``: the rows at the positions ``rows`` (int64, in
+        ``[0, n)``), read in runs of consecutive positions.
+
+        Raises
+        ------
+        IndexFormatError
+            The file is shorter than its array (truncated since the load).
+        """
+        out = np.empty((len(rows), self._shape[1]), dtype=np.float32)
+        view = out.data.cast("B")
+        start = 0
+        while start < len(rows):
+            stop = start + 1
+            while stop < len(rows) and rows[stop] == rows[stop - 1] + 1:
+                stop += 1
+            size = (stop - start) * self._row_bytes
+            at = self._offset + int(rows[start]) * self._row_bytes
+            got = os.preadv(
+                self._fd, [view[start * self._row_bytes : start * self._row_bytes + size]], at
+            )
+            if got != size:
+                raise IndexFormatError(
+                    f"{self._shown_as}: the file ends before row {int(rows[start])}; the index "
+                    "is corrupt, rebuild it"
+                )
+            start = stop
+        return out
