@@ -146,3 +146,27 @@ def test_a_reader_that_stops_early_ends_the_search_quietly(
     process.stdout.close()
     assert process.wait(timeout=120) == 141
     assert process.stderr.read() == b""
+
+
+def test_quantization_and_mapping_reach_the_engine(tmp_path: Path, model_path: Path) -> None:
+    """``index --quantization/--oversample`` build the dense leg so (its manifest records
+    them); ``search --mmap``, ``--mmap all`` and ``--mmap cold`` load it so and find what the
+    API finds; bad values are one-line errors."""
+    corpus = write_jsonl(tmp_path / "c.jsonl", DOCS)
+    ok("index", corpus, tmp_path / "idx", "--quiet", "--quantization", "int8", "--oversample", "4")
+    engine = HybridIndex.load(tmp_path / "idx", encoder=Encoder.load(model_path, variant="int8"))
+    dense = engine._state.snapshot.segments[0].dense
+    assert (dense.quantization, dense.oversample) == ("int8", 4.0)
+    expected = [[i for i, _ in row] for row in api_hits(engine, QUERIES, k=3)]
+    for flags in (["--mmap"], ["--mmap", "all"], ["--mmap", "cold"], []):
+        got = cli_hits(tmp_path / "idx", *QUERIES, "-k", "3", *flags)
+        assert [[i for i, _ in row] for row in got] == expected, flags
+    assert "argument --mmap: invalid choice: 'warm'" in error_line(
+        "search", tmp_path / "idx", "cat", "--mmap", "warm"
+    )
+    assert "argument --oversample: expected a number >= 1, got 0.5" in error_line(
+        "index", corpus, tmp_path / "other", "--oversample", "0.5"
+    )
+    assert "argument --quantization: invalid choice: 'int4'" in error_line(
+        "index", corpus, tmp_path / "other", "--quantization", "int4"
+    )

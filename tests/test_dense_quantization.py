@@ -98,7 +98,7 @@ def test_the_walk_ranks_by_the_estimate_of_the_definition(kind: str) -> None:
     graph.set_ef(500)
     ids, distances = graph.knn_query(queries, k=10)
     if kind == "int8":
-        codes, low, step = int8_reference(vectors)
+        codes, _, step = int8_reference(vectors)
         estimate = (queries.astype(np.float64) * step) @ codes.T
     else:
         signs, factors = binary_reference(vectors)

@@ -116,12 +116,35 @@ def add_degraded_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+MMAP_CHOICES: dict[str, bool | str] = {"all": True, "cold": "cold"}
+"""``--mmap`` values and the ``HybridIndex.load(mmap=...)`` each gives."""
+
+
+def add_mmap_option(parser: argparse.ArgumentParser) -> None:
+    """``--mmap [all|cold]``: map every array (``--mmap``, ``--mmap all``) or only what
+    searches read rarely (``--mmap cold``); read everything when absent."""
+    parser.add_argument(
+        "--mmap",
+        nargs="?",
+        const="all",
+        choices=tuple(MMAP_CHOICES),
+        default=None,
+        help="memory-map the index: all of it (the default of --mmap), or only what searches "
+        "read rarely: quantized vectors, stored texts (cold); absent: read it all",
+    )
+
+
+def mmap_mode(args: argparse.Namespace) -> bool | str:
+    """``HybridIndex.load``'s ``mmap`` for ``--mmap``."""
+    return False if args.mmap is None else MMAP_CHOICES[args.mmap]
+
+
 def load_engine(
     path: str | os.PathLike[str],
     *,
     variant: str | None,
     num_threads: int | None,
-    mmap: bool,
+    mmap: bool | str,
     allow_degraded: bool = False,
 ) -> HybridIndex:
     """``HybridIndex.load``: with the models the index recorded, or the ``variant`` bi-encoder

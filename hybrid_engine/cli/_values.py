@@ -34,6 +34,14 @@ def positive_float(text: str) -> float:
     return value
 
 
+def multiple(text: str) -> float:
+    """A finite number >= 1 (``--oversample``)."""
+    value = _number(text)
+    if not 1.0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text}")
+    return value
+
+
 def _number(text: str) -> float:
     try:
         return float(text)

@@ -11,6 +11,7 @@ from hybrid_engine.checks import check_names
 from hybrid_engine.cli._corpus import add_skip_empty_option, read_documents
 from hybrid_engine.cli._engine import LegOptions, add_variant_option, build_engine
 from hybrid_engine.cli._replace import output_dir
+from hybrid_engine.cli._values import multiple
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.pipeline.legs import DEFAULT_RETRIEVERS, RETRIEVERS
 
@@ -65,6 +66,19 @@ def add_parser(subparsers: Any) -> None:
     dense.add_argument(
         "--ef-construction", type=int, default=None, help="HNSW build-time candidate list size"
     )
+    dense.add_argument(
+        "--quantization",
+        choices=("none", "int8", "binary"),
+        default=None,
+        help="what the graph walk scores: float32 vectors (none), int8 or binary codes, the "
+        "best candidates rescored with the float32 vectors",
+    )
+    dense.add_argument(
+        "--oversample",
+        type=multiple,
+        default=None,
+        help="candidates rescored per hit asked for (>= 1; default: the quantization's)",
+    )
     p.set_defaults(func=run)
 
 
@@ -91,11 +105,14 @@ def leg_options(args: argparse.Namespace) -> LegOptions:
             strip_accents=not args.keep_accents,
             cjk=args.cjk or defaults.cjk,
         )
-    dense = {
-        name: value
-        for name, value in (("m", args.m), ("ef_construction", args.ef_construction))
-        if value is not None
-    }
+    given = (
+        ("m", args.m),
+        ("ef_construction", args.ef_construction),
+        ("oversample", args.oversample),
+    )
+    dense: dict[str, Any] = {name: value for name, value in given if value is not None}
+    if args.quantization is not None:
+        dense["quantization"] = None if args.quantization == "none" else args.quantization
     return {leg: options for leg, options in (("bm25", bm25), ("dense", dense)) if options}
 
 

@@ -10,9 +10,11 @@ from typing import Any
 
 from hybrid_engine.cli._engine import (
     add_degraded_option,
+    add_mmap_option,
     add_reranker_options,
     add_variant_option,
     load_engine,
+    mmap_mode,
 )
 from hybrid_engine.cli._engine import reranker as load_reranker
 from hybrid_engine.cli._live import STDIN
@@ -99,7 +101,7 @@ def add_parser(subparsers: Any) -> None:
     add_variant_option(
         p, "bi-encoder variant to load (default: the one the index recorded)", default=None
     )
-    p.add_argument("--mmap", action="store_true", help="memory-map the index")
+    add_mmap_option(p)
     add_degraded_option(p)
     p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
     p.set_defaults(func=run)
@@ -190,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         args.index,
         variant=args.variant,
         num_threads=args.threads,
-        mmap=args.mmap,
+        mmap=mmap_mode(args),
         allow_degraded=args.allow_degraded,
     )
     check_legs(args, engine)

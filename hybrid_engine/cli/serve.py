@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from hybrid_engine.cli._engine import (
     add_degraded_option,
+    add_mmap_option,
     add_reranker_options,
     add_variant_option,
     load_engine,
+    mmap_mode,
     reranker,
 )
 from hybrid_engine.pipeline.engine import HybridIndex
@@ -74,6 +76,7 @@ def add_parser(subparsers: Any) -> None:
         p, "bi-encoder variant to load (default: the one the index recorded)", default=None
     )
     p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    add_mmap_option(p)
     add_degraded_option(p)
     p.set_defaults(func=run)
 
@@ -115,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
             args.index,
             variant=args.variant,
             num_threads=args.threads,
-            mmap=False,
+            mmap=mmap_mode(args),
             allow_degraded=args.allow_degraded,
         )
         with engine:
