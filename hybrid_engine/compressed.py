@@ -83,10 +83,16 @@ class CompressedStrings(Sequence[str]):
 
     @classmethod
     def from_strings(
-        cls, strings: Sequence[str], *, block_bytes: int = BLOCK_BYTES, level: int = LEVEL
+        cls,
+        strings: Sequence[str],
+        *,
+        block_bytes: int = BLOCK_BYTES,
+        level: int = LEVEL,
+        dictionary: bool = True,
     ) -> CompressedStrings:
         """Compress ``strings`` (each a ``str``; lone surrogates survive, as in
-        ``packed.pack_utf8``) in blocks of about ``block_bytes``, at zstandard ``level``.
+        ``packed.pack_utf8``) in blocks of about ``block_bytes``, at zstandard ``level``;
+        with a trained dictionary where it pays, unless ``dictionary`` is False.
 
         Raises
         ------
@@ -95,9 +101,9 @@ class CompressedStrings(Sequence[str]):
         """
         encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
         payloads, first = _blocks(encoded, block_bytes)
-        dictionary = _dictionary(encoded, payloads, level)
+        trained = _dictionary(encoded, payloads, level) if dictionary else None
         compressor = zstandard.ZstdCompressor(
-            level=level, dict_data=dictionary, write_checksum=True, write_content_size=True
+            level=level, dict_data=trained, write_checksum=True, write_content_size=True
         )
         frames = [compressor.compress(p) for p in payloads]
         return cls(
@@ -105,7 +111,7 @@ class CompressedStrings(Sequence[str]):
             _offsets([len(f) for f in frames]),
             np.asarray(first, dtype=np.int64),
             _offsets([len(p) for p in payloads]),
-            np.frombuffer(dictionary.as_bytes() if dictionary else b"", dtype=np.uint8),
+            np.frombuffer(trained.as_bytes() if trained else b"", dtype=np.uint8),
             "compressed strings (in memory)",
         )
 

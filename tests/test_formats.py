@@ -246,6 +246,7 @@ def test_engine_fixture_loads_its_model_by_name_and_fuses_like_rrf(
         result = engine.search(QUERIES, 10, fusion="rrf", depth=len(DOCS))
         assert result.doc_ids == _rrf(DOCS, tiny, 10)
         assert engine.retrievers == ("bm25", "dense")
+        _assert_holds(engine, DOCS)  # texts and titles packed: segment version 1
 
 
 def test_live_fixture_holds_its_live_documents_and_takes_new_commits(
@@ -260,27 +261,42 @@ def test_live_fixture_holds_its_live_documents_and_takes_new_commits(
         extra = {"_id": "new", "title": "Moons", "text": "Jupiter has many moons and rings."}
         engine.add([extra])
         engine.commit()
-    # Old segments keep their BM25 legs of version 1; the new one is of the current version.
-    versions = [
-        json.loads(leg.read_text())["format_version"]
-        for leg in path.glob("seg-*/bm25/manifest.json")
+    # Old segments keep their BM25 legs of version 1 and their packed texts (segment version
+    # 1); the new one is of the current versions, its texts compressed.
+    for leg, current in (("bm25/", bm25_format.FORMAT_VERSION), ("", segment.FORMAT_VERSION)):
+        versions = [
+            json.loads(saved.read_text())["format_version"]
+            for saved in path.glob(f"seg-*/{leg}manifest.json")
+        ]
+        assert sorted(versions) == [1] * (len(versions) - 1) + [current]
+    for mmap in (False, True):
+        with HybridIndex.load(path, encoder=tiny, mmap=mmap) as engine:
+            assert engine.search(QUERIES, 10, fusion="rrf", depth=30).doc_ids == _rrf(
+                [*docs, extra], tiny, 10
+            )
+            _assert_holds(engine, [*docs, extra])
+
+
+def _assert_holds(engine: HybridIndex, docs: list[dict[str, str]]) -> None:
+    """``engine``'s documents are ``docs``: ids, titles and texts, by ``get`` and as hits."""
+    hits = engine.get([d["_id"] for d in docs])
+    assert [(h.id, h.title, h.text) for h in hits] == [
+        (d["_id"], d["title"], d["text"]) for d in docs
     ]
-    assert sorted(versions) == [1] * (len(versions) - 1) + [bm25_format.FORMAT_VERSION]
-    with HybridIndex.load(path, encoder=tiny) as engine:
-        assert engine.search(QUERIES, 10, fusion="rrf", depth=30).doc_ids == _rrf(
-            [*docs, extra], tiny, 10
-        )
+    by_id = {d["_id"]: d for d in docs}
+    for row in engine.search(QUERIES, 5).hits():
+        assert all((h.title, h.text) == (by_id[h.id]["title"], by_id[h.id]["text"]) for h in row)
 
 
 def test_live_fixture_has_segments_and_deletion_masks() -> None:
+    """Its segments are of version 1 (texts packed), which this version still reads."""
     point = commits.read_commit(FIXTURES / "live")
     assert sum(entry.num_deleted for entry in point.segments) >= len(CORPUS["live"]["deleted"])
+    assert 1 in segment.OLDER_VERSIONS
     for entry in point.segments:
         saved = json.loads((FIXTURES / "live" / entry.name / "manifest.json").read_text())
-        assert (saved["format"], saved["format_version"]) == (
-            segment.FORMAT,
-            segment.FORMAT_VERSION,
-        )
+        assert (saved["format"], saved["format_version"]) == (segment.FORMAT, 1)
+        assert "text_bytes.npy" in saved["files"]
 
 
 # -- older versions ---------------------------------------------------------------------------
