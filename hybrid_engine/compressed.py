@@ -6,8 +6,8 @@ zstandard frame (with its content size and checksum) holding the block's string 
 (uint32, little-endian) and then their bytes. Reading string ``i`` decompresses its block
 only; a few decompressed blocks are kept (``CACHED_BLOCKS``). A zstandard dictionary trained
 on a sample of the strings is used when, measured on a sample of the blocks, it saves more
-bytes than it costs (short documents, many alike: about 8% of the compressed texts of the
-253,928 scale documents, 15% of SciFact's).
+bytes than it costs (16% of the compressed texts of the 253,928 scale documents, 24% of
+SciFact's; ``scripts/text_compression_report.py``).
 
 Saved as five arrays (``arrays``), which may be memory-mapped::
 
@@ -33,22 +33,23 @@ from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.packed import checked_position
 from hybrid_engine.storage import delimits
 
-BLOCK_BYTES = 1 << 14
+BLOCK_BYTES = 1 << 13
 """A block closes once it holds this many bytes of strings (a longer string is a block of its
-own). 16 KiB: on the scale documents the texts compress 2.7x (64 KiB: 2.8x) and a block
-decompresses in about 40 microseconds (64 KiB: 130)."""
+own). 8 KiB: on the scale documents texts and titles take 82.6 bytes per document (16 KiB:
+80.5, 4 KiB: 85.7) and ten hits' texts and titles read in 0.6 ms (16 KiB: 0.9, 4 KiB: 0.4)."""
 LEVEL = 9
-"""zstandard's level: 3 gives 2.7x on the scale texts at 140 MB/s, 9 gives 3.0x at 30 MB/s;
-decompression runs at the same speed whatever the level."""
+"""zstandard's level: on the scale texts in 16 KiB blocks, 3 gives 2.7x at 140 MB/s, 9 gives
+3.0x at 30 MB/s; decompression runs at the same speed whatever the level."""
 DICTIONARY_BYTES = 112_640
 """The size of a trained dictionary (zstandard's default, 110 KiB)."""
 SAMPLE_STRINGS = 20_000
 """Strings a dictionary is trained on (a seeded sample), at most."""
 SAMPLE_BLOCKS = 64
 """Blocks compressed with and without the dictionary to decide whether it pays, at most."""
-CACHED_BLOCKS = 16
-"""Decompressed blocks kept per ``CompressedStrings`` (the most recently read ones): a search
-that reranks reads its hits' texts twice."""
+CACHED_BLOCKS = 32
+"""Decompressed blocks kept per ``CompressedStrings`` (the most recently read ones, about
+256 KiB): a search that reranks reads its hits' texts twice, and a page of hits read again
+costs microseconds instead of a decompression per hit."""
 _SUFFIXES = ("zframes", "zframe_offsets", "zfirst", "zraw_offsets", "zdict")
 _LENGTH = np.dtype("<u4")
 

@@ -1,18 +1,24 @@
 """CompressedStrings (a segment's texts and titles): round trips of any Unicode, random access
-equal to the list it was built from, a trained dictionary, corrupt bytes refused by name."""
+equal to the list it was built from, a trained dictionary, corrupt bytes refused by name; and
+a live index that stores its texts so and gives back what it was given."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hybrid_engine import IndexFormatError
+from hybrid_engine import HybridIndex, IndexFormatError
 from hybrid_engine.compressed import DICTIONARY_BYTES, CompressedStrings
+from hybrid_engine.live import segment
 
 ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=40)
 """Any code point, lone surrogates included (``PackedStrings`` keeps them too)."""
@@ -136,3 +142,101 @@ def test_a_count_the_arrays_do_not_hold_is_refused() -> None:
     arrays = CompressedStrings.from_strings(["a", "bb"]).arrays("text")
     with pytest.raises(ValueError, match="do not hold 3 strings"):
         CompressedStrings.from_arrays(arrays, 3, "text", shown=Path("seg"))
+
+
+# -- in a live index ---------------------------------------------------------------------------
+
+
+def _document(i: int) -> dict[str, str]:
+    """Document ``i``: Unicode titles and texts; no title, no text, a text longer than a
+    block among them."""
+    words = ["río", "snow", "风", "Ωmega", "café", "🐟 fish", "moon", "stone"]
+    text = " ".join(words[(i * j) % len(words)] for j in range(3 + i % 7))
+    if i == 3:
+        text = " ".join(f"{words[j % len(words)]}{j}" for j in range(6_000))  # > a block
+    title = "" if i % 5 == 0 else f"Título {i} {words[i % len(words)]}"
+    return {"_id": f"d{i}", "title": title, "text": "" if i == 7 else text}
+
+
+def _assert_holds(
+    engine: HybridIndex, docs: list[dict[str, str]], stored: list[dict[str, str]]
+) -> None:
+    """``engine``'s live documents are ``docs``, in order (by ``get``, as hits), and its
+    positions hold ``stored`` (``texts``, ``titles``: deleted documents until a merge)."""
+    ids = [d["_id"] for d in docs]
+    assert [(h.id, h.title, h.text) for h in engine.get(ids)] == [
+        (d["_id"], d["title"], d["text"]) for d in docs
+    ]
+    by_id = {d["_id"]: d for d in docs}
+    rows = engine.search(["snow moon", "café", "fish stone", "Título"], 8).hits()
+    assert sum(len(row) for row in rows) > 0
+    for row in rows:
+        assert [(h.title, h.text) for h in row] == [
+            (by_id[h.id]["title"], by_id[h.id]["text"]) for h in row
+        ]
+    assert engine.titles[:] == [d["title"] for d in stored]
+    assert engine.texts[:] == [
+        f"{d['title']} {d['text']}" if d["title"] else d["text"] for d in stored
+    ]
+
+
+def _segments(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(m.read_text()) for m in sorted(path.glob("seg-*/manifest.json"))]
+
+
+def test_a_live_index_returns_the_texts_it_was_given(tmp_path: Path) -> None:
+    """Built, saved, added to, deleted from, merged and reloaded (memory-mapped or not), the
+    engine's segments hold compressed texts and give back each document's title and text."""
+    docs = [_document(i) for i in range(60)]
+    path = tmp_path / "index"
+    with HybridIndex.build(docs[:40], retrievers=("bm25",)) as engine:
+        engine.save(path)
+        engine.add(docs[40:])
+        engine.commit()
+        engine.delete(["d1", "d45"])
+        engine.commit()
+        live = [d for d in docs if d["_id"] not in ("d1", "d45")]
+        _assert_holds(engine, live, docs)
+    for saved in _segments(path):
+        assert saved["format_version"] == segment.FORMAT_VERSION == 2
+        assert "text_zframes.npy" in saved["files"] and "text_bytes.npy" not in saved["files"]
+    for mmap in (False, True):
+        with HybridIndex.load(path, mmap=mmap) as engine:
+            assert engine.num_segments == 2
+            _assert_holds(engine, live, docs)
+    with HybridIndex.load(path) as engine:
+        engine.merge()
+    with HybridIndex.load(path, mmap=True) as engine:
+        assert engine.num_segments == 1
+        _assert_holds(engine, live, live)
+
+
+def _flip_a_block_byte(path: Path) -> Path:
+    """Flip a byte inside the first compressed block of the index's one segment's texts."""
+    (folder,) = path.glob("seg-*")
+    file = folder / "text_zframes.npy"
+    data = bytearray(file.read_bytes())
+    data[-len(np.load(file)) + 8] ^= 0x40
+    file.write_bytes(bytes(data))
+    return file
+
+
+def test_a_corrupt_text_file_is_refused_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "index"
+    docs = [_document(i) for i in range(20)]
+    HybridIndex.build(docs, retrievers=("bm25",)).save(path)
+    file = _flip_a_block_byte(path)
+    with pytest.raises(IndexFormatError, match=rf"{re.escape(str(file))} fails .*rebuild"):
+        HybridIndex.load(path)
+    # Damage that the manifest's checksum does not see (the manifest rewritten with it) is
+    # found by the block's own checksum when a hit reads it.
+    (manifest_file,) = path.glob("seg-*/manifest.json")
+    manifest = json.loads(manifest_file.read_text())
+    manifest["files"]["text_zframes.npy"]["sha256"] = hashlib.sha256(file.read_bytes()).hexdigest()
+    manifest_file.write_text(json.dumps(manifest))
+    for mmap in (False, True):
+        with HybridIndex.load(path, mmap=mmap) as engine:
+            with pytest.raises(
+                IndexFormatError, match=rf"{re.escape(str(file))}: block 0 .*rebuild"
+            ):
+                engine.get(["d0"])
