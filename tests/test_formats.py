@@ -6,7 +6,9 @@ versions by ``scripts/make_format_fixtures.py``, the hybrid format of before the
 manifest their layout documents. Current versions must load and give the oracles' results
 (``NumpyBM25``, brute-force kNN, the SPLADE quantization from its definition, reciprocal rank
 fusion written out below, PyTorch for the model); so must the older versions still read
-(``hybrid_engine.bm25`` 1: ``bm25-v1/`` and the BM25 legs of the engine and live fixtures);
+(``hybrid_engine.bm25`` 1: ``bm25-v1/`` and the BM25 legs of the engine and live fixtures;
+``hybrid_engine.segment`` 1: the segments of the engine and live fixtures, ``segment/`` being
+the current version's);
 others must be refused with a message naming their version and the rebuild command.
 """
 
@@ -286,6 +288,26 @@ def _assert_holds(engine: HybridIndex, docs: list[dict[str, str]]) -> None:
     by_id = {d["_id"]: d for d in docs}
     for row in engine.search(QUERIES, 5).hits():
         assert all((h.title, h.text) == (by_id[h.id]["title"], by_id[h.id]["text"]) for h in row)
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+def test_segment_fixture_holds_its_texts_compressed_and_ranks_like_numpy_bm25(
+    mmap: bool, tmp_path: Path
+) -> None:
+    """The fixture of the current segment format (texts and titles compressed)."""
+    path = _copy("segment", tmp_path)
+    (saved,) = [json.loads(m.read_text()) for m in path.glob("seg-*/manifest.json")]
+    assert saved["format_version"] == segment.FORMAT_VERSION
+    assert {"text_zframes.npy", "title_zframes.npy"} <= set(saved["files"])
+    analyzer = Analyzer(BM25Index.build(DOCS).analyzer)  # the default analysis
+    bm25 = NumpyBM25([analyzer.analyze(doc_text(d)) for d in DOCS], k1=0.9, b=0.4, method="lucene")
+    with HybridIndex.load(path, mmap=mmap) as engine:
+        assert engine.retrievers == ("bm25",)
+        result = engine.search(QUERIES, len(DOCS))
+        for q, query in enumerate(QUERIES):
+            expected, _ = bm25.top_k(analyzer.analyze(query), len(DOCS))
+            assert result.doc_ids[q] == [DOCS[int(p)]["_id"] for p in expected]
+        _assert_holds(engine, DOCS)
 
 
 def test_live_fixture_has_segments_and_deletion_masks() -> None:
