@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import overload
 
@@ -100,18 +101,26 @@ class CompressedStrings(Sequence[str]):
         ValueError
             A string of 4 GiB or more of UTF-8 (a block records lengths as uint32).
         """
-        encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
-        payloads, first = _blocks(encoded, block_bytes)
-        trained = _dictionary(encoded, payloads, level) if dictionary else None
+        lengths = np.fromiter(map(len, _encoded(strings, 0, len(strings))), np.int64, len(strings))
+        if len(lengths) and lengths.max() > np.iinfo(_LENGTH).max:
+            raise ValueError(
+                f"string {int(lengths.argmax())} holds {int(lengths.max())} bytes of UTF-8; "
+                "compressed strings hold less than 4 GiB each: split it"
+            )
+        first = _block_starts(lengths, block_bytes)
+        ends = np.concatenate([[0], np.cumsum(lengths)])
+        raw_sizes = ends[first[1:]] - ends[first[:-1]] + _LENGTH.itemsize * np.diff(first)
+        trained = _dictionary(strings, first, int(raw_sizes.sum()), level) if dictionary else None
         compressor = zstandard.ZstdCompressor(
             level=level, dict_data=trained, write_checksum=True, write_content_size=True
         )
-        frames = [compressor.compress(p) for p in payloads]
+        # A block at a time: the strings' bytes are never all held at once.
+        frames = [compressor.compress(_payload(strings, a, b)) for a, b in _pairs(first)]
         return cls(
             np.frombuffer(b"".join(frames), dtype=np.uint8),
             _offsets([len(f) for f in frames]),
-            np.asarray(first, dtype=np.int64),
-            _offsets([len(p) for p in payloads]),
+            first,
+            _offsets(raw_sizes.tolist()),
             np.frombuffer(trained.as_bytes() if trained else b"", dtype=np.uint8),
             "compressed strings (in memory)",
         )
@@ -276,48 +285,60 @@ def _offsets(sizes: Sequence[int]) -> np.ndarray:
     return offsets
 
 
-def _blocks(encoded: Sequence[bytes], block_bytes: int) -> tuple[list[bytes], list[int]]:
-    """The payloads of the blocks (lengths, then bytes) and each block's first string (and
-    the count, last)."""
-    payloads: list[bytes] = []
+def _encoded(strings: Sequence[str], start: int, stop: int) -> list[bytes]:
+    """The UTF-8 of ``strings[start:stop]`` (lone surrogates kept, ``surrogatepass``)."""
+    return [strings[i].encode("utf-8", "surrogatepass") for i in range(start, stop)]
+
+
+def _block_starts(lengths: np.ndarray, block_bytes: int) -> np.ndarray:
+    """int64: the first string of each block, then the count. A block closes once its strings'
+    ``lengths`` (bytes) reach ``block_bytes``, and at the last string."""
     first = [0]
-    start = size = 0
-    for i, item in enumerate(encoded):
-        size += len(item)
-        if size >= block_bytes or i == len(encoded) - 1:
-            part = encoded[start : i + 1]
-            lengths = [len(p) for p in part]
-            if max(lengths) > np.iinfo(_LENGTH).max:
-                raise ValueError(
-                    f"string {start + int(np.argmax(lengths))} holds {max(lengths)} bytes of "
-                    "UTF-8; compressed strings hold less than 4 GiB each: split it"
-                )
-            payloads.append(np.asarray(lengths, dtype=_LENGTH).tobytes() + b"".join(part))
+    size = 0
+    for i, length in enumerate(lengths.tolist()):
+        size += length
+        if size >= block_bytes or i == len(lengths) - 1:
             first.append(i + 1)
-            start, size = i + 1, 0
-    return payloads, first
+            size = 0
+    return np.asarray(first, dtype=np.int64)
+
+
+def _pairs(first: np.ndarray) -> list[tuple[int, int]]:
+    """Each block's (first string, end) from ``_block_starts``."""
+    bounds = first.tolist()
+    return list(pairwise(bounds))
+
+
+def _payload(strings: Sequence[str], start: int, stop: int) -> bytes:
+    """What a block of ``strings[start:stop]`` compresses: their lengths (uint32,
+    little-endian), then their UTF-8 bytes."""
+    encoded = _encoded(strings, start, stop)
+    return np.asarray([len(e) for e in encoded], dtype=_LENGTH).tobytes() + b"".join(encoded)
 
 
 def _dictionary(
-    encoded: Sequence[bytes], payloads: Sequence[bytes], level: int
+    strings: Sequence[str], first: np.ndarray, raw: int, level: int
 ) -> zstandard.ZstdCompressionDict | None:
-    """A dictionary trained on a seeded sample of ``encoded``, when it saves more than its own
-    size on the blocks ``payloads`` (estimated on up to ``SAMPLE_BLOCKS`` of them); None when
-    the strings are too few to train one or it does not pay."""
-    raw = sum(len(p) for p in payloads)
+    """A dictionary trained on a seeded sample of ``strings``, when it saves more than its
+    own size on their blocks (``first``: ``_block_starts``; ``raw``: their bytes), estimated
+    on up to ``SAMPLE_BLOCKS`` of them; None when the strings are too few to train one or it
+    does not pay."""
     if raw < 8 * DICTIONARY_BYTES:
         return None
     rng = np.random.default_rng(0)
-    picked = rng.choice(len(encoded), min(len(encoded), SAMPLE_STRINGS), replace=False)
-    samples = [encoded[i] for i in np.sort(picked).tolist() if encoded[i]]
+    picked = rng.choice(len(strings), min(len(strings), SAMPLE_STRINGS), replace=False)
+    samples: list[bytes | bytearray | memoryview] = [
+        e for i in np.sort(picked).tolist() for e in _encoded(strings, i, i + 1) if e
+    ]
     try:
         dictionary = zstandard.train_dictionary(DICTIONARY_BYTES, samples, level=level)
     except zstandard.ZstdError:  # too few or too alike samples
         return None
-    blocks = np.unique(np.linspace(0, len(payloads) - 1, SAMPLE_BLOCKS).astype(np.int64))
-    sample = [payloads[b] for b in blocks.tolist()]
+    pairs = _pairs(first)
+    blocks = np.unique(np.linspace(0, len(pairs) - 1, SAMPLE_BLOCKS).astype(np.int64))
+    sample = [_payload(strings, *pairs[b]) for b in blocks.tolist()]
     plain = zstandard.ZstdCompressor(level=level)
     trained = zstandard.ZstdCompressor(level=level, dict_data=dictionary)
     saved = sum(len(plain.compress(p)) - len(trained.compress(p)) for p in sample)
-    pays = saved * len(payloads) / len(sample) > len(dictionary.as_bytes())
+    pays = saved * len(pairs) / len(sample) > len(dictionary.as_bytes())
     return dictionary if pays else None
