@@ -198,11 +198,15 @@ class CompressedStrings(Sequence[str]):
         if len(positions) and (positions.min() < 0 or positions.max() >= len(self)):
             raise IndexError(f"positions must lie in [0, {len(self)}) for {len(self)} strings")
         blocks = np.searchsorted(self._first, positions, side="right") - 1
+        order = np.argsort(blocks, kind="stable")  # grouped by block: linear in positions
+        within = (positions - self._first[blocks]).tolist()
         strings = [""] * len(positions)
-        for block in np.unique(blocks).tolist():
-            content = self._block(block)
-            for i in np.flatnonzero(blocks == block).tolist():
-                strings[i] = self._string(content, int(positions[i] - self._first[block]))
+        content: tuple[np.ndarray, bytes] | None = None
+        read = -1
+        for i, block in zip(order.tolist(), blocks[order].tolist(), strict=True):
+            if block != read or content is None:
+                content, read = self._block(block), block
+            strings[i] = self._string(content, within[i])
         return strings
 
     def __iter__(self) -> Iterator[str]:
