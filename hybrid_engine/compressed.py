@@ -59,8 +59,7 @@ class CompressedStrings(Sequence[str]):
     """Strings by position, compressed in blocks (see the module) and decoded on access.
 
     Build with ``from_strings``, or from saved arrays with ``from_arrays``. Read-only;
-    thread-safe (the cache of decompressed blocks is locked, each thread has its own
-    decompressor).
+    thread-safe (the cache of decompressed blocks and the idle decompressors are locked).
     """
 
     def __init__(
@@ -81,7 +80,7 @@ class CompressedStrings(Sequence[str]):
         self._source = source
         self._cache: OrderedDict[int, tuple[np.ndarray, bytes]] = OrderedDict()
         self._lock = threading.Lock()
-        self._local = threading.local()
+        self._idle: list[zstandard.ZstdDecompressor] = []
 
     @classmethod
     def from_strings(
@@ -254,7 +253,7 @@ class CompressedStrings(Sequence[str]):
         try:
             if zstandard.frame_content_size(frame) != size:
                 raise zstandard.ZstdError("its size disagrees with the index")
-            payload = self._decompressor().decompress(frame)
+            payload = self._decompress(frame)
         except zstandard.ZstdError as exc:
             raise self._corrupt(block, str(exc)) from None
         lengths = np.frombuffer(payload, dtype=_LENGTH, count=count)
@@ -270,16 +269,22 @@ class CompressedStrings(Sequence[str]):
             f"({why}); rebuild the index"
         )
 
-    def _decompressor(self) -> zstandard.ZstdDecompressor:
-        """This thread's decompressor (zstandard's are not thread-safe)."""
-        decompressor: zstandard.ZstdDecompressor | None = getattr(self._local, "d", None)
+    def _decompress(self, frame: memoryview) -> bytes:
+        """``frame`` decompressed by an idle decompressor of this store's (a new one when all
+        are busy: zstandard's are not thread-safe). As many exist as threads ever read at
+        once, each holding its context and the dictionary, so idle threads cost nothing."""
+        with self._lock:
+            decompressor = self._idle.pop() if self._idle else None
         if decompressor is None:
             dictionary = None
             if len(self._dictionary):
                 dictionary = zstandard.ZstdCompressionDict(self._dictionary.tobytes())
             decompressor = zstandard.ZstdDecompressor(dict_data=dictionary)
-            self._local.d = decompressor
-        return decompressor
+        try:
+            return decompressor.decompress(frame)
+        finally:
+            with self._lock:
+                self._idle.append(decompressor)
 
 
 def _offsets(sizes: Sequence[int]) -> np.ndarray:
