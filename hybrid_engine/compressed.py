@@ -69,7 +69,7 @@ class CompressedStrings(Sequence[str]):
         first: np.ndarray,
         raw_offsets: np.ndarray,
         dictionary: np.ndarray,
-        source: str,
+        files: str,
     ) -> None:
         """Private: use ``from_strings`` or ``from_arrays``."""
         self._frames = frames
@@ -77,7 +77,7 @@ class CompressedStrings(Sequence[str]):
         self._first = first
         self._raw_offsets = raw_offsets
         self._dictionary = dictionary
-        self._source = source
+        self._files = files  # the arrays' path without the suffix, for messages
         self._cache: OrderedDict[int, tuple[np.ndarray, bytes]] = OrderedDict()
         self._lock = threading.Lock()
         self._idle: list[zstandard.ZstdDecompressor] = []
@@ -121,7 +121,7 @@ class CompressedStrings(Sequence[str]):
             first,
             _offsets(raw_sizes.tolist()),
             np.frombuffer(trained.as_bytes() if trained else b"", dtype=np.uint8),
-            "compressed strings (in memory)",
+            "(in memory)",
         )
 
     @classmethod
@@ -157,8 +157,7 @@ class CompressedStrings(Sequence[str]):
             and not np.any(np.diff(raw_offsets) < _LENGTH.itemsize * np.diff(first))
         ):
             raise ValueError(f"{prefix}_z*.npy do not hold {count} strings")
-        source = str(shown / f"{prefix}_zframes.npy")
-        return cls(frames, frame_offsets, first, raw_offsets, dictionary, source)
+        return cls(frames, frame_offsets, first, raw_offsets, dictionary, str(shown / prefix))
 
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:
         """The five arrays to save (see the module), named ``<prefix>_z...``."""
@@ -264,9 +263,12 @@ class CompressedStrings(Sequence[str]):
         return ends, data
 
     def _corrupt(self, block: int, why: str) -> IndexFormatError:
+        dictionary = (
+            f" (or their dictionary, {self._files}_zdict.npy)" if len(self._dictionary) else ""
+        )
         return IndexFormatError(
-            f"{self._source}: block {block} of the compressed strings is corrupt "
-            f"({why}); rebuild the index"
+            f"{self._files}_zframes.npy: block {block} of the compressed strings{dictionary} is "
+            f"corrupt ({why}); rebuild the index"
         )
 
     def _decompress(self, frame: memoryview) -> bytes:

@@ -75,9 +75,17 @@ def _corpus(n: int) -> list[str]:
     return [" ".join(rng.choice(sentences, int(rng.integers(2, 7)))) for _ in range(n)]
 
 
-def test_a_trained_dictionary_is_saved_and_read_back() -> None:
+@pytest.fixture(scope="module")
+def trained() -> tuple[list[str], CompressedStrings]:
+    """Strings enough to train a dictionary, and their store."""
     strings = _corpus(5_000)
-    store = CompressedStrings.from_strings(strings)
+    return strings, CompressedStrings.from_strings(strings)
+
+
+def test_a_trained_dictionary_is_saved_and_read_back(
+    trained: tuple[list[str], CompressedStrings],
+) -> None:
+    strings, store = trained
     arrays = store.arrays("text")
     assert 0 < len(arrays["text_zdict"]) <= DICTIONARY_BYTES
     compressed = sum(a.nbytes for a in arrays.values())
@@ -86,6 +94,17 @@ def test_a_trained_dictionary_is_saved_and_read_back() -> None:
     assert list(again) == strings
     picked = np.random.default_rng(1).integers(0, len(strings), 100)
     assert again.take(picked) == [strings[p] for p in picked]
+
+
+def test_a_corrupt_dictionary_is_a_format_error_naming_it(
+    trained: tuple[list[str], CompressedStrings],
+) -> None:
+    strings, store = trained
+    arrays = store.arrays("text")
+    damaged = dict(arrays, text_zdict=arrays["text_zdict"] ^ np.uint8(0x5A))
+    reader = CompressedStrings.from_arrays(damaged, len(strings), "text", shown=Path("seg"))
+    with pytest.raises(IndexFormatError, match=r"seg/text_zframes\.npy: .*seg/text_zdict\.npy"):
+        list(reader)
 
 
 def test_few_strings_get_no_dictionary() -> None:
