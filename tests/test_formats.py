@@ -277,6 +277,16 @@ def test_live_fixture_holds_its_live_documents_and_takes_new_commits(
                 [*docs, extra], tiny, 10
             )
             _assert_holds(engine, [*docs, extra])
+    # A merge rewrites the old segments' documents compressed.
+    with HybridIndex.load(path, encoder=tiny) as engine:
+        engine.merge()
+    (saved,) = [json.loads(m.read_text()) for m in path.glob("seg-*/manifest.json")]
+    assert saved["format_version"] == segment.FORMAT_VERSION
+    with HybridIndex.load(path, encoder=tiny, mmap=True) as engine:
+        assert engine.search(QUERIES, 10, fusion="rrf", depth=30).doc_ids == _rrf(
+            [*docs, extra], tiny, 10
+        )
+        _assert_holds(engine, [*docs, extra])
 
 
 def _assert_holds(engine: HybridIndex, docs: list[dict[str, str]]) -> None:
