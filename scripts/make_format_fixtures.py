@@ -12,6 +12,8 @@ Writes, from the corpus in ``corpus.json`` (kept as it is) and fixed seeds:
 - ``hybrid/``: ``HybridIndex.build(...).save`` (BM25 and dense, the model recorded by name);
 - ``live/``: the same engine after the adds, deletes and upserts of ``corpus.json["live"]``,
   one commit each (several segments, deletion masks, commit points);
+- ``segment/``: ``HybridIndex.build(..., retrievers=("bm25",)).save``, a live index whose
+  segment is of the current segment format (texts and titles compressed);
 
 and updates their entries in ``fixtures.json`` (format, version, the commit of the code that
 wrote them); the entries of older versions' fixtures are kept. Output is the same on every run
@@ -22,9 +24,10 @@ Needs the ``export`` extra. Run from the repository root::
 
     python scripts/make_format_fixtures.py
 
-``--only bm25`` (or ``dense``, ``splade``) rewrites only those leg fixtures and their entries,
-the others left as they are: after one leg's format version changes, once its old fixture is
-kept under a new name (the engine and live fixtures keep legs of the old version that way).
+``--only bm25`` (or ``dense``, ``splade``, ``segment``) rewrites only those fixtures and their
+entries, the others left as they are: after one leg's (or the segment's) format version
+changes, once its old fixture is kept under a new name (the engine and live fixtures keep legs
+and segments of the old version that way).
 """
 
 from __future__ import annotations
@@ -151,6 +154,8 @@ def _write_json(path: Path, value: Any) -> None:
 
 
 LEGS = ("bm25", "dense", "splade")
+ONLY = (*LEGS, "segment")
+"""What ``--only`` rewrites: the leg fixtures, and the segment fixture."""
 
 
 def make_legs(corpus: dict[str, Any], legs: Sequence[str]) -> None:
@@ -171,6 +176,16 @@ def make_legs(corpus: dict[str, Any], legs: Sequence[str]) -> None:
         SpladeIndex.build(documents, encoder=HashingSparseEncoder()).save(FIXTURES / "splade")
 
 
+def make_segment(corpus: dict[str, Any]) -> None:
+    """The fixture of the current segment format: a BM25-only engine over the corpus."""
+    from hybrid_engine import HybridIndex
+
+    engine = HybridIndex.build(corpus["documents"], retrievers=("bm25",), num_threads=1)
+    with engine:
+        engine.save(FIXTURES / "segment")
+    (FIXTURES / "segment" / "write.lock").unlink(missing_ok=True)
+
+
 def make_indexes(corpus: dict[str, Any]) -> None:
     """The leg, engine and live-index fixtures over the corpus, dense by the tiny model."""
     from hybrid_engine import Encoder, HybridIndex
@@ -178,6 +193,7 @@ def make_indexes(corpus: dict[str, Any]) -> None:
     documents = corpus["documents"]
     encoder = Encoder.load(FIXTURES / "models" / MODEL_NAME, variant="fp32")
     make_legs(corpus, LEGS)
+    make_segment(corpus)
     build = {"retrievers": ("bm25", "dense"), "encoder": encoder, "num_threads": 1}
     HybridIndex.build(documents, **build).save(FIXTURES / "hybrid")
     live = corpus["live"]
@@ -233,13 +249,20 @@ def _entries(commit: str) -> dict[str, dict[str, Any]]:
             "commit": commit,
             "made_by": f"{made}: build, save, then add, delete, upsert (a commit each)",
         },
+        "segment": {
+            "format": "hybrid_engine.live",
+            "format_version": LIVE,
+            "segment_format_version": SEGMENT,
+            "commit": commit,
+            "made_by": f"{made}: HybridIndex.build(..., retrievers=('bm25',)).save",
+        },
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--only", nargs="+", choices=LEGS, help="rewrite only these leg fixtures (see above)"
+        "--only", nargs="+", choices=ONLY, help="rewrite only these fixtures (see above)"
     )
     args = parser.parse_args(argv)
     os.environ["HYBRID_ENGINE_MODELS"] = str(FIXTURES / "models")  # the model recorded by name
@@ -250,7 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in entries:
         shutil.rmtree(FIXTURES / name, ignore_errors=True)
     if args.only:
-        make_legs(corpus, args.only)
+        make_legs(corpus, [name for name in args.only if name in LEGS])
+        if "segment" in args.only:
+            make_segment(corpus)
     else:
         from hybrid_engine.models.export.bi_encoder import prepare_bi_encoder
 

@@ -6,7 +6,9 @@ versions by ``scripts/make_format_fixtures.py``, the hybrid format of before the
 manifest their layout documents. Current versions must load and give the oracles' results
 (``NumpyBM25``, brute-force kNN, the SPLADE quantization from its definition, reciprocal rank
 fusion written out below, PyTorch for the model); so must the older versions still read
-(``hybrid_engine.bm25`` 1: ``bm25-v1/`` and the BM25 legs of the engine and live fixtures);
+(``hybrid_engine.bm25`` 1: ``bm25-v1/`` and the BM25 legs of the engine and live fixtures;
+``hybrid_engine.segment`` 1: the segments of the engine and live fixtures, ``segment/`` being
+the current version's);
 others must be refused with a message naming their version and the rebuild command.
 """
 
@@ -278,6 +280,7 @@ def test_engine_fixture_loads_its_model_by_name_and_fuses_like_rrf(
         result = engine.search(QUERIES, 10, fusion="rrf", depth=len(DOCS))
         assert result.doc_ids == _rrf(DOCS, tiny, 10)
         assert engine.retrievers == ("bm25", "dense")
+        _assert_holds(engine, DOCS)  # texts and titles packed: segment version 1
 
 
 def test_live_fixture_holds_its_live_documents_and_takes_new_commits(
@@ -292,27 +295,72 @@ def test_live_fixture_holds_its_live_documents_and_takes_new_commits(
         extra = {"_id": "new", "title": "Moons", "text": "Jupiter has many moons and rings."}
         engine.add([extra])
         engine.commit()
-    # Old segments keep their BM25 legs of version 1; the new one is of the current version.
-    versions = [
-        json.loads(leg.read_text())["format_version"]
-        for leg in path.glob("seg-*/bm25/manifest.json")
-    ]
-    assert sorted(versions) == [1] * (len(versions) - 1) + [bm25_format.FORMAT_VERSION]
+    # Old segments keep their BM25 legs of version 1 and their packed texts (segment version
+    # 1); the new one is of the current versions, its texts compressed.
+    for leg, current in (("bm25/", bm25_format.FORMAT_VERSION), ("", segment.FORMAT_VERSION)):
+        versions = [
+            json.loads(saved.read_text())["format_version"]
+            for saved in path.glob(f"seg-*/{leg}manifest.json")
+        ]
+        assert sorted(versions) == [1] * (len(versions) - 1) + [current]
+    for mmap in (False, True):
+        with HybridIndex.load(path, encoder=tiny, mmap=mmap) as engine:
+            assert engine.search(QUERIES, 10, fusion="rrf", depth=30).doc_ids == _rrf(
+                [*docs, extra], tiny, 10
+            )
+            _assert_holds(engine, [*docs, extra])
+    # A merge rewrites the old segments' documents compressed.
     with HybridIndex.load(path, encoder=tiny) as engine:
+        engine.merge()
+    (saved,) = [json.loads(m.read_text()) for m in path.glob("seg-*/manifest.json")]
+    assert saved["format_version"] == segment.FORMAT_VERSION
+    with HybridIndex.load(path, encoder=tiny, mmap=True) as engine:
         assert engine.search(QUERIES, 10, fusion="rrf", depth=30).doc_ids == _rrf(
             [*docs, extra], tiny, 10
         )
+        _assert_holds(engine, [*docs, extra])
+
+
+def _assert_holds(engine: HybridIndex, docs: list[dict[str, str]]) -> None:
+    """``engine``'s documents are ``docs``: ids, titles and texts, by ``get`` and as hits."""
+    hits = engine.get([d["_id"] for d in docs])
+    assert [(h.id, h.title, h.text) for h in hits] == [
+        (d["_id"], d["title"], d["text"]) for d in docs
+    ]
+    by_id = {d["_id"]: d for d in docs}
+    for row in engine.search(QUERIES, 5).hits():
+        assert all((h.title, h.text) == (by_id[h.id]["title"], by_id[h.id]["text"]) for h in row)
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+def test_segment_fixture_holds_its_texts_compressed_and_ranks_like_numpy_bm25(
+    mmap: bool, tmp_path: Path
+) -> None:
+    """The fixture of the current segment format (texts and titles compressed)."""
+    path = _copy("segment", tmp_path)
+    (saved,) = [json.loads(m.read_text()) for m in path.glob("seg-*/manifest.json")]
+    assert saved["format_version"] == segment.FORMAT_VERSION
+    assert {"text_zframes.npy", "title_zframes.npy"} <= set(saved["files"])
+    analyzer = Analyzer(BM25Index.build(DOCS).analyzer)  # the default analysis
+    bm25 = NumpyBM25([analyzer.analyze(doc_text(d)) for d in DOCS], k1=0.9, b=0.4, method="lucene")
+    with HybridIndex.load(path, mmap=mmap) as engine:
+        assert engine.retrievers == ("bm25",)
+        result = engine.search(QUERIES, len(DOCS))
+        for q, query in enumerate(QUERIES):
+            expected, _ = bm25.top_k(analyzer.analyze(query), len(DOCS))
+            assert result.doc_ids[q] == [DOCS[int(p)]["_id"] for p in expected]
+        _assert_holds(engine, DOCS)
 
 
 def test_live_fixture_has_segments_and_deletion_masks() -> None:
+    """Its segments are of version 1 (texts packed), which this version still reads."""
     point = commits.read_commit(FIXTURES / "live")
     assert sum(entry.num_deleted for entry in point.segments) >= len(CORPUS["live"]["deleted"])
+    assert 1 in segment.OLDER_VERSIONS
     for entry in point.segments:
         saved = json.loads((FIXTURES / "live" / entry.name / "manifest.json").read_text())
-        assert (saved["format"], saved["format_version"]) == (
-            segment.FORMAT,
-            segment.FORMAT_VERSION,
-        )
+        assert (saved["format"], saved["format_version"]) == (segment.FORMAT, 1)
+        assert "text_bytes.npy" in saved["files"]
 
 
 # -- older versions ---------------------------------------------------------------------------

@@ -94,7 +94,7 @@ def test_save_load_round_trip(engine: HybridIndex, tmp_path: Path) -> None:
     top = sorted(p.name for p in (tmp_path / "hybrid").iterdir())
     assert top == ["commit-00000001.json", "seg-000000", "write.lock"]
     segment = {p.name for p in (tmp_path / "hybrid" / "seg-000000").iterdir()}
-    assert {"bm25", "dense", "manifest.json", "text_bytes.npy", "title_bytes.npy"} <= segment
+    assert {"bm25", "dense", "manifest.json", "text_zframes.npy", "title_zframes.npy"} <= segment
     assert loaded.titles[:] == [doc["title"] for doc in CORPUS]
     assert loaded.texts[:] == [f"{doc['title']} {doc['text']}" for doc in CORPUS]
     with pytest.raises(ValueError, match="built by the model"):

@@ -15,6 +15,7 @@ LEAVES = {
     "_threads",
     "_version",
     "checks",
+    "compressed",  # strings compressed in zstandard blocks (a segment's texts and titles)
     "corpus",
     "errors",
     "ids",  # the one rule for a document id, and the ids the engine generates

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hybrid_engine.compressed import CompressedStrings
 from hybrid_engine.corpus import Document, document_text, document_title
 from hybrid_engine.errors import DuplicateIdError
 from hybrid_engine.ids import id_problem, new_id
@@ -38,11 +40,16 @@ DOCUMENT_KEYS = ("_id", "title", "text", "metadata")
 class LiveDocuments:
     """Documents by position: ``ids`` (unique external ids), ``texts`` (the indexed text:
     title, a space and text, or the text alone), ``titles`` (``""`` where none) and
-    ``metadata``."""
+    ``metadata``.
+
+    Texts and titles are packed while documents are staged (``from_documents``, ``take``,
+    ``concat``) and compressed in a segment (``compressed``; a segment of format version 1
+    keeps them packed).
+    """
 
     ids: PackedStrings
-    texts: PackedStrings
-    titles: PackedStrings
+    texts: PackedStrings | CompressedStrings
+    titles: PackedStrings | CompressedStrings
     metadata: MetadataColumns
 
     def __len__(self) -> int:
@@ -103,26 +110,36 @@ class LiveDocuments:
         return docs, ids
 
     def take(self, positions: np.ndarray) -> LiveDocuments:
-        """The documents at ``positions`` (int64), in that order."""
-        rows = [int(p) for p in positions]
+        """The documents at ``positions`` (int64), in that order, their texts packed."""
+        rows = np.asarray(positions, dtype=np.int64)
         return LiveDocuments(
-            PackedStrings.from_strings([self.ids[r] for r in rows]),
-            PackedStrings.from_strings([self.texts[r] for r in rows]),
-            PackedStrings.from_strings([self.titles[r] for r in rows]),
-            self.metadata.take(np.asarray(positions, dtype=np.int64)),
+            PackedStrings.from_strings(self.ids.take(rows)),
+            PackedStrings.from_strings(self.texts.take(rows)),
+            PackedStrings.from_strings(self.titles.take(rows)),
+            self.metadata.take(rows),
         )
 
     @classmethod
     def concat(cls, parts: Sequence[LiveDocuments]) -> LiveDocuments:
-        """The documents of ``parts`` one after another."""
-        ids, texts, titles = parts[0].ids, parts[0].texts, parts[0].titles
+        """The documents of ``parts`` one after another, their texts packed."""
+        ids, texts, titles = parts[0].ids, packed(parts[0].texts), packed(parts[0].titles)
         for part in parts[1:]:
             ids, texts, titles = (
                 ids.concat(part.ids),
-                texts.concat(part.texts),
-                titles.concat(part.titles),
+                texts.concat(packed(part.texts)),
+                titles.concat(packed(part.titles)),
             )
         return cls(ids, texts, titles, MetadataColumns.concat([p.metadata for p in parts]))
+
+    def compressed(self) -> LiveDocuments:
+        """These documents with their texts and titles compressed (``CompressedStrings``), as
+        a segment keeps them."""
+        texts, titles = self.texts, self.titles
+        if isinstance(texts, PackedStrings):
+            texts = CompressedStrings.from_strings(texts)
+        if isinstance(titles, PackedStrings):
+            titles = CompressedStrings.from_strings(titles)
+        return replace(self, texts=texts, titles=titles)
 
     def text(self, position: int) -> str:
         """The document's text without its title."""
@@ -141,16 +158,39 @@ class LiveDocuments:
 
     @classmethod
     def from_arrays(
-        cls, arrays: Mapping[str, np.ndarray], description: Mapping[str, Any], count: int
+        cls,
+        arrays: Mapping[str, np.ndarray],
+        description: Mapping[str, Any],
+        count: int,
+        *,
+        shown: Path,
     ) -> LiveDocuments:
-        """The documents ``to_arrays`` saved; ValueError when the arrays do not hold ``count``
-        documents."""
+        """The documents ``to_arrays`` saved in directory ``shown`` (which messages name),
+        texts and titles compressed or packed (as format version 1 saved them); ValueError
+        when the arrays do not hold ``count`` documents."""
         return cls(
             PackedStrings.from_arrays(arrays, count, "id"),
-            PackedStrings.from_arrays(arrays, count, "text"),
-            PackedStrings.from_arrays(arrays, count, "title"),
+            _strings_from_arrays(arrays, count, "text", shown),
+            _strings_from_arrays(arrays, count, "title", shown),
             MetadataColumns.from_arrays(dict(arrays), description["metadata"], count),
         )
+
+
+def packed(strings: PackedStrings | CompressedStrings) -> PackedStrings:
+    """``strings`` packed: as they are, or decompressed."""
+    if isinstance(strings, PackedStrings):
+        return strings
+    return PackedStrings.from_strings(list(strings))
+
+
+def _strings_from_arrays(
+    arrays: Mapping[str, np.ndarray], count: int, prefix: str, shown: Path
+) -> PackedStrings | CompressedStrings:
+    """The ``count`` strings saved as ``arrays(prefix)``: compressed when a
+    ``<prefix>_zframes`` array is there, packed otherwise."""
+    if f"{prefix}_zframes" in arrays:
+        return CompressedStrings.from_arrays(arrays, count, prefix, shown=shown)
+    return PackedStrings.from_arrays(arrays, count, prefix)
 
 
 def without_title(indexed: str, title: str) -> str:

@@ -11,10 +11,14 @@ On disk a segment is an index directory (``storage.write_index_dir``)::
 
     manifest.json            format "hybrid_engine.segment", the document count, the
                              metadata columns' description
-    id_*.npy text_*.npy      the external ids, indexed texts (title and text) and titles,
-    title_*.npy              packed (``packed``)
+    id_*.npy                 the external ids, packed (``packed``)
+    text_z*.npy title_z*.npy the indexed texts (title and text) and the titles, compressed
+                             in blocks (``compressed``)
     meta_*.npy               the metadata columns (``metadata.MetadataColumns``)
     bm25/ dense/ splade/     the legs' own directories
+
+Format version 1 (still read) stored texts and titles packed, as ``text_bytes.npy``,
+``text_offsets.npy``, ``title_bytes.npy`` and ``title_offsets.npy``.
 """
 
 from __future__ import annotations
@@ -38,7 +42,11 @@ from hybrid_engine.sparse.index import SpladeIndex
 from hybrid_engine.storage import read_index_dir, write_index_dir
 
 FORMAT = "hybrid_engine.segment"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+OLDER_VERSIONS = (1,)
+"""Versions still read: 1 (texts and titles packed, not compressed)."""
+_COLD_PREFIXES = ("text_", "title_")
+"""The arrays ``load(mmap="cold")`` leaves mapped: stored texts and titles, read for hits."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +81,8 @@ class Segment:
         num_threads: int | None = None,
         show_progress: bool = False,
     ) -> Segment:
-        """Index ``docs`` (at least one) with every retriever of ``config``."""
+        """Index ``docs`` (at least one) with every retriever of ``config``; the segment keeps
+        them compressed (``LiveDocuments.compressed``)."""
         texts = list(docs.texts)
         bm25 = dense = splade = None
         if "bm25" in config.retrievers:
@@ -98,7 +107,7 @@ class Segment:
                 num_threads=num_threads,
                 show_progress=show_progress,
             )
-        return cls(docs, bm25, dense, splade)
+        return cls(docs.compressed(), bm25, dense, splade)
 
     @classmethod
     def merged(
@@ -128,7 +137,7 @@ class Segment:
             splade = SpladeIndex.from_vectors(
                 _concat_sparse(sparse), encoder=splade_encoder, scale=config.splade_scale
             )
-        return cls(docs, bm25, dense, splade)
+        return cls(docs.compressed(), bm25, dense, splade)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the segment to the new directory ``path`` (atomically)."""
@@ -150,19 +159,27 @@ class Segment:
         splade_encoder: SparseEncoder | None,
         mmap: bool | str = False,
     ) -> Segment:
-        """Read a segment written by ``save``, with the legs of ``config``'s retrievers
-        (their arrays memory-mapped with ``mmap``: True maps every array, ``"cold"`` only the
-        float32 vectors of a quantized dense leg, ``DenseIndex.load``).
+        """Read a segment written by ``save`` (or of an ``OLDER_VERSIONS``), with the legs of
+        ``config``'s retrievers (its arrays and theirs memory-mapped with ``mmap``: True maps
+        every array; ``"cold"`` only the stored texts and titles and the float32 vectors of a
+        quantized dense leg, ``DenseIndex.load``).
 
         Raises
         ------
         IndexFormatError
             A missing, corrupt or foreign directory, or legs that disagree with it.
         """
-        manifest, arrays = read_index_dir(path, FORMAT, FORMAT_VERSION)
+        manifest, arrays = read_index_dir(
+            path, FORMAT, FORMAT_VERSION, mmap=bool(mmap), older_versions=OLDER_VERSIONS
+        )
+        if mmap == "cold":  # ids and metadata (filters) in memory; texts read for hits only
+            arrays = {
+                name: array if name.startswith(_COLD_PREFIXES) else np.array(array)
+                for name, array in arrays.items()
+            }
         try:
             n_docs = int(manifest["num_documents"])
-            docs = LiveDocuments.from_arrays(arrays, manifest["documents"], n_docs)
+            docs = LiveDocuments.from_arrays(arrays, manifest["documents"], n_docs, shown=path)
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(f"{path}: bad segment ({exc}); rebuild the index") from None
         retrievers = config.retrievers

@@ -27,7 +27,7 @@ from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.ids import check_ids
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.lexical.statistics import CollectionStats
-from hybrid_engine.live.documents import LiveDocuments, without_title
+from hybrid_engine.live.documents import LiveDocuments, packed, without_title
 from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.statistics import TermMap, live_counts, scored_views
 from hybrid_engine.live.topk import merge_top_k
@@ -161,9 +161,11 @@ class Snapshot:
         return self._joined("titles")
 
     def _joined(self, column: str) -> PackedStrings:
+        """The ``column`` of every segment's documents as one, packed (compressed texts
+        decompressed)."""
         joined = PackedStrings.from_strings([])
         for segment in self.segments:
-            joined = joined.concat(getattr(segment.docs, column))
+            joined = joined.concat(packed(getattr(segment.docs, column)))
         return joined
 
     def locations(self) -> dict[str, tuple[int, int]]:
