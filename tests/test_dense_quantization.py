@@ -255,3 +255,25 @@ def test_cold_rescoring_reads_rows_by_position_and_survives_the_file_replaced(
     a, b = index.search(QUERIES, 10, allowed=allowed), cold.search(QUERIES, 10, allowed=allowed)
     np.testing.assert_array_equal(a.ids, b.ids)
     np.testing.assert_array_equal(a.scores, b.scores)
+
+
+def test_a_cold_loaded_engine_maps_only_texts_and_quantized_vectors(tmp_path: Path) -> None:
+    """``HybridIndex.load(mmap="cold")``: the texts and titles and the quantized leg's float32
+    vectors stay on disk; postings, links, codes, ids and metadata are read; searches and hits
+    are those of the engine in memory."""
+    docs = [document(i) for i in range(60)]
+    options = {"quantization": "int8", "exact_threshold": 0}
+    engine = HybridIndex.build(docs, encoder=HashingEncoder(), dense_options=options)
+    engine.save(tmp_path / "live")
+    cold = HybridIndex.load(tmp_path / "live", encoder=HashingEncoder(), mmap="cold")
+    segment = cold._state.snapshot.segments[0]
+    assert isinstance(segment.docs.texts._frames, np.memmap)
+    assert not isinstance(segment.docs.ids._data, np.memmap)
+    assert segment.dense._store._file is not None
+    graph = segment.dense._store.graph
+    assert not any(isinstance(a, np.memmap) for a in graph.arrays.values())
+    a, b = engine.search(LIVE_QUERIES, 5), cold.search(LIVE_QUERIES, 5)
+    assert a.doc_ids == b.doc_ids
+    assert [[h.text for h in row] for row in a.hits()] == [
+        [h.text for h in row] for row in b.hits()
+    ]
