@@ -28,6 +28,7 @@ from hybrid_engine.models.store import VARIANT_FILES, ModelNotFoundError, models
 from hybrid_engine.pipeline.degradation import warn_degraded
 from hybrid_engine.pipeline.legs import (
     BM25_OPTIONS,
+    DEFAULT_DENSE_OPTIONS,
     DENSE_OPTIONS,
     Legs,
     check_options,
@@ -60,6 +61,7 @@ def engine_config(
     dense = check_options("dense_options", dense_options, DENSE_OPTIONS, "dense", chosen)
     models: dict[str, dict[str, str] | None] = {}
     if "dense" in chosen:
+        dense = {**DEFAULT_DENSE_OPTIONS, **dense}
         encoder = encoder if encoder is not None else Encoder.load(num_threads=num_threads)
         models["dense"] = _model_record(encoder)
     if "splade" in chosen:
