@@ -5,7 +5,7 @@ Two ways, picked per batch by a cost model (``plan``):
 
 * exact over the allowed rows: ``knn.exact_search`` with ``rows``, which scores those rows in
   place (a masked row is never read);
-* the graph, oversampled: ask hnswlib for ``list_size`` candidates (its ``ef`` rises to match),
+* the graph, oversampled: ask its walk for ``list_size`` candidates (its ``ef`` rises to match),
   keep the allowed ones and rank them by exact score. ``list_size`` is chosen so that, for a
   mask unrelated to the query, fewer than ``k`` allowed candidates is a 3-sigma event; a query
   that still gets fewer (a mask that avoids its neighbourhood) is searched exactly over the
@@ -110,7 +110,7 @@ def graph_allowed(
     size : int
         Candidates per query (``plan``), less than ``n``.
     threads : int
-        hnswlib threads for the batch.
+        Threads the batch is split over.
     ids_out, scores_out : numpy.ndarray
         int64 and float32, ``(n_queries, k)``, holding the padding.
 
@@ -118,13 +118,13 @@ def graph_allowed(
     -------
     numpy.ndarray
         bool, ``(n_queries,)``: the queries that got fewer than ``k`` allowed candidates (all
-        of them when hnswlib reached fewer than ``size`` vectors); their rows in the outs are
+        of them when the walk reached fewer than ``size`` vectors); their rows in the outs are
         not to be used.
     """
     k = ids_out.shape[1]
     try:
         labels, _ = graph.knn_query(queries, k=size, num_threads=threads)
-    except RuntimeError:  # hnswlib reached fewer than ``size`` vectors: search exactly
+    except RuntimeError:  # the walk reached fewer than ``size`` vectors: search exactly
         return np.ones(len(queries), dtype=bool)
     candidates = labels
     kept = allowed[candidates]

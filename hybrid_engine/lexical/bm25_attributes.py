@@ -3,6 +3,8 @@ scoring state, and the read-only properties over them."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from hybrid_engine import _core
@@ -10,6 +12,7 @@ from hybrid_engine.corpus import DocIds
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.lexical.bm25_params import BM25Params
 from hybrid_engine.lexical.bm25_scoring import bm25_searcher
+from hybrid_engine.lexical.postings import PostingsSearcher
 from hybrid_engine.lexical.postings_check import PostingsCheck
 from hybrid_engine.lexical.statistics import CollectionStats
 from hybrid_engine.packed import PackedStrings
@@ -57,10 +60,23 @@ class BM25Attributes:
                 CollectionStats(len(doc_lengths), int(doc_lengths.sum())),
                 arrays["doc_freqs"],
             )
-        self._statistics, doc_freqs = statistics
-        self._searcher = bm25_searcher(
-            arrays, params, self._statistics, doc_freqs, self._cache_impacts, check
-        )
+        self._statistics, self._scored_doc_freqs = statistics
+        self._built: PostingsSearcher | None = None
+        self._building = threading.Lock()
+
+    @property
+    def _searcher(self) -> PostingsSearcher:
+        """The posting-list searcher, built by the first search (its impact cache included):
+        an index that is only ever searched through ``with_statistics`` views, as a live
+        engine's segments are, never builds one of its own."""
+        if self._built is None:
+            with self._building:
+                if self._built is None:
+                    self._built = bm25_searcher(
+                        self._arrays, self._params, self._statistics, self._scored_doc_freqs,
+                        self._cache_impacts, self._check,
+                    )  # fmt: skip
+        return self._built
 
     # -- properties ---------------------------------------------------------------------------
 

@@ -183,10 +183,13 @@ class Segment:
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(f"{path}: bad segment ({exc}); rebuild the index") from None
         retrievers = config.retrievers
-        postings_mapped = mmap is True  # "cold" keeps postings in memory: every search reads them
+        # "cold" reads the postings (every search reads them) but builds no BM25 impact cache
+        # (8 bytes a posting): the memory-lean mode scores from the postings themselves.
+        postings_mapped = mmap is True
         bm25 = None
         if "bm25" in retrievers:
-            bm25 = BM25Index.load(path / "bm25", mmap=postings_mapped)
+            impacts = False if mmap == "cold" else None
+            bm25 = BM25Index.load(path / "bm25", mmap=postings_mapped, cache_impacts=impacts)
         dense = None
         if "dense" in retrievers:
             dense = DenseIndex.load(path / "dense", encoder=encoder, mmap=mmap)

@@ -1,0 +1,214 @@
+"""Bytes per document of the default hybrid engine over the scale corpus, on disk and resident,
+per component, with load time and hybrid latency (issue 25).
+
+``build``: the default engine (BM25 and the int8 bi-encoder's dense leg, whatever
+``--quantization`` says, graph on int8 codes by default) over the 253,928 scale documents
+(gcide, wordnet, Wikipedia summaries; ``{_id, title, text}``), their vectors read from the
+embedding cache (``scripts/embed_scale.py --docs all`` fills it once), saved to ``--index``;
+prints the build's wall time and the bytes on disk of each component.
+
+``measure``: in a fresh process per ``--mmap`` mode (False, True, ``cold``): imports, the
+bi-encoder loaded, the numba kernels compiled on a tiny index (their memory reported apart as
+``jit``), then the index loaded (timed), then ``--queries`` MS MARCO dev queries searched one per
+call from text (p50/p95 ms). Resident memory (``VmRSS``, and its anonymous and file-backed
+parts) after the load and after the queries, less the baseline before the load, per document;
+file-backed pages attributed to components by file (``/proc/self/smaps``).
+
+    PYTHONPATH=. python scripts/memory_report.py build --index runs/scale-index
+    PYTHONPATH=. python scripts/memory_report.py measure --index runs/scale-index --json m.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from bench_common import SCALE_PARTS, read_jsonl
+from process_memory import memory
+
+from hybrid_engine.cli.demo import DEFAULT_DATASET
+
+DATA = DEFAULT_DATASET.parents[1]
+QUERIES = DATA / "queries" / "msmarco-passage-dev-small.jsonl"
+MODES = {"False": False, "True": True, "cold": "cold"}
+
+
+def component(relative: str) -> str:
+    """The component a file of a live index directory belongs to."""
+    name = relative.rsplit("/", 1)[-1]
+    if "/bm25/" in f"/{relative}":
+        return "bm25"
+    if "/dense/" in f"/{relative}":
+        if name.startswith("vectors"):
+            return "dense vectors (float32)"
+        if name.startswith(("links0", "upper")):
+            return "dense graph links"
+        if name.startswith(("codes", "code_")):
+            return "dense codes"
+        if name.startswith("graph"):
+            return "dense graph (hnswlib file)"
+        return "dense other"
+    if name.startswith("text_"):
+        return "texts"
+    if name.startswith("title_"):
+        return "titles"
+    if name.startswith("id_"):
+        return "ids"
+    if name.startswith("meta_"):
+        return "metadata"
+    return "manifests, masks, commit points"
+
+
+def disk_bytes(index: Path) -> dict[str, int]:
+    """Bytes on disk of each component."""
+    sizes: dict[str, int] = defaultdict(int)
+    for file in index.rglob("*"):
+        if file.is_file():
+            sizes[component(str(file.relative_to(index)))] += file.stat().st_size
+    return dict(sizes)
+
+
+def mapped_bytes(index: Path) -> dict[str, int]:
+    """Resident bytes of this process's file mappings of ``index``, by component (smaps)."""
+    sizes: dict[str, int] = defaultdict(int)
+    root = str(index.resolve())
+    current = None
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = re.match(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \d+\s*(.*)$", line)
+        if head:
+            path = head.group(1)
+            current = path if path.startswith(root) else None
+        elif current and line.startswith("Rss:"):
+            sizes[component(current[len(root) + 1 :])] += int(line.split()[1]) * 1024
+    return dict(sizes)
+
+
+def build(args: argparse.Namespace) -> dict[str, Any]:
+    from hybrid_engine import HybridIndex
+    from hybrid_engine.dense.embedding_cache import EmbeddingCache
+
+    records = [
+        {"_id": d["_id"], "title": d.get("title") or "", "text": d["text"]}
+        for part in SCALE_PARTS
+        for d in read_jsonl(DATA / "scale" / part / "corpus.jsonl.gz")
+    ][: args.limit]
+    options = {} if args.quantization == "default" else {"quantization": args.quantization}
+    if options.get("quantization") == "none":
+        options["quantization"] = None
+    start = time.perf_counter()
+    engine = HybridIndex.build(
+        records, embedding_cache=EmbeddingCache(), dense_options=options, show_progress=True
+    )
+    built = time.perf_counter() - start
+    engine.save(args.index)
+    engine.close()
+    sizes = disk_bytes(args.index)
+    n = len(records)
+    return {
+        "documents": n,
+        "quantization": args.quantization,
+        "build_s": round(built, 1),
+        "disk_bytes_per_document": {k: round(v / n, 1) for k, v in sorted(sizes.items())},
+        "disk_bytes_per_document_total": round(sum(sizes.values()) / n, 1),
+    }
+
+
+def measure_one(args: argparse.Namespace) -> dict[str, Any]:
+    """One mode, in this (fresh) process."""
+    from hybrid_engine import HybridIndex
+    from hybrid_engine.models.bi_encoder import Encoder
+
+    mode = MODES[args.mode]
+    encoder = Encoder.load(num_threads=1)
+    before_jit = memory()
+    tiny = [{"_id": str(i), "text": f"word{i} shared text {i % 7}"} for i in range(64)]
+    with HybridIndex.build(
+        tiny, encoder=encoder, dense_options={"exact_threshold": 0}, num_threads=1
+    ) as warm:
+        warm.search(["shared text"], 10)
+    baseline = memory()
+    start = time.perf_counter()
+    engine = HybridIndex.load(args.index, encoder=encoder, mmap=mode, num_threads=1)
+    load_s = time.perf_counter() - start
+    loaded = memory()
+    mapped_after_load = mapped_bytes(args.index)
+    n = len(engine)
+    queries = [q["text"] for q in read_jsonl(QUERIES)][: args.queries]
+    times = []
+    for query in queries:
+        t0 = time.perf_counter()
+        engine.search([query], 10)
+        times.append((time.perf_counter() - t0) * 1000)
+    after = memory()
+    mapped_after = mapped_bytes(args.index)
+
+    def per_doc(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+        return {k: round((a[k] - b[k]) * 2**20 / n, 1) for k in ("VmRSS", "RssAnon", "RssFile")}
+
+    return {
+        "mmap": args.mode,
+        "documents": n,
+        "load_s": round(load_s, 3),
+        "jit_MiB": round(baseline["VmRSS"] - before_jit["VmRSS"], 1),
+        "baseline_MiB": round(baseline["VmRSS"], 1),
+        "rss_per_document_after_load": per_doc(loaded, baseline),
+        "rss_per_document_after_queries": per_doc(after, baseline),
+        "mapped_per_document_after_load": {
+            k: round(v / n, 1) for k, v in sorted(mapped_after_load.items())
+        },
+        "mapped_per_document_after_queries": {
+            k: round(v / n, 1) for k, v in sorted(mapped_after.items())
+        },
+        "queries": len(times),
+        "hybrid_p50_ms": round(float(np.percentile(times, 50)), 2),
+        "hybrid_p95_ms": round(float(np.percentile(times, 95)), 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="step", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("--index", type=Path, default=Path("runs/scale-index"))
+    b.add_argument(
+        "--quantization", choices=("default", "none", "int8", "binary"), default="default"
+    )
+    b.add_argument("--limit", type=int, default=None, help="the first N documents only")
+    m = sub.add_parser("measure")
+    m.add_argument("--index", type=Path, default=Path("runs/scale-index"))
+    m.add_argument("--queries", type=int, default=1000)
+    m.add_argument("--mode", choices=tuple(MODES), help="one mode, in this process")
+    m.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    if args.step == "build":
+        print(json.dumps(build(args)))
+        return
+    if args.mode is not None:
+        print(json.dumps(measure_one(args)))
+        return
+    rows = []
+    for mode in MODES:
+        done = subprocess.run(
+            [sys.executable, __file__, "measure", "--index", str(args.index), "--mode", mode,
+             "--queries", str(args.queries)],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        rows.append(json.loads(done.stdout.splitlines()[-1]))
+        print(json.dumps(rows[-1]), flush=True)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
