@@ -29,10 +29,16 @@ easier (0.99 at ef 24-64): real text embeddings need the larger list.
 """
 
 
-DEFAULT_OVERSAMPLE = {None: 1.0, "int8": 3.0, "binary": 8.0}
+DEFAULT_OVERSAMPLE = {None: 1.0, "int8": 3.0, "binary": 20.0}
 """Graph candidates rescored with the float32 vectors per hit asked for, by quantization (a
-float32 walk ranks by the exact scores' own order: one per hit is enough). MEASURED: see
-docs/quantization.md."""
+float32 walk ranks by the exact scores' own order: one per hit is enough).
+
+Measured on the 253,928 scale documents' all-MiniLM-L6-v2 int8 vectors, 1,000 MS MARCO queries,
+k=10, M=16, ef_construction=200, ef_search=256, recall@10 against exact float32 search
+(docs/memory.md): int8 0.9841 at 1, 0.9892 from 2 to 20 (the graph's own limit at this list
+size), 0.9933 at 40 (the list grows past 256); binary 0.6753 at 1, 0.9181 at 3, 0.9584 at 5,
+0.9783 at 10, 0.9830 at 20, 0.9915 at 40. A query's p50 grew by under 0.3 ms from 1 to 20.
+3 leaves int8 a margin; 20 is where binary first passes 0.98."""
 
 
 @dataclass(frozen=True)
