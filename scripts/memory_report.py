@@ -7,6 +7,9 @@ per component, with load time and hybrid latency (issue 25).
 embedding cache (``scripts/embed_scale.py --docs all`` fills it once), saved to ``--index``;
 prints the build's wall time and the bytes on disk of each component.
 
+``build --derived N``: the same engine over the N documents ``scripts/scale_corpus.py`` derives
+from the real ones (their vectors given to the dense leg: ``HybridIndex.from_legs``).
+
 ``measure``: in a fresh process per ``--mmap`` mode (False, True, ``cold``): imports, the
 bi-encoder loaded, the numba kernels compiled on a tiny index (their memory reported apart as
 ``jit``), then the index loaded (timed), then ``--queries`` MS MARCO dev queries searched one per
@@ -93,27 +96,71 @@ def mapped_bytes(index: Path) -> dict[str, int]:
     return dict(sizes)
 
 
+def build_derived(args: argparse.Namespace) -> tuple[Any, int, float]:
+    """The engine over ``scale_corpus.derived(args.derived)``: BM25 over its texts and the
+    dense leg from its vectors (``from_legs``; no text is encoded), with the engine's default
+    dense options; the number of documents; the dense leg's recall@10 against the corpus's
+    exact float32 top 10 of its query sample."""
+    from scale_corpus import derived
+
+    from hybrid_engine import BM25Index, DenseIndex, HybridIndex
+    from hybrid_engine.models.bi_encoder import Encoder
+    from hybrid_engine.pipeline.legs import DEFAULT_DENSE_OPTIONS
+
+    corpus = derived(args.derived)
+    documents = list(corpus.documents())
+    ids = [d["_id"] for d in documents]
+    bm25 = BM25Index.build(documents, show_progress=True)
+    options = {**DEFAULT_DENSE_OPTIONS, **_quantization(args)}
+    dense = DenseIndex.from_vectors(
+        corpus.vectors, ids=ids, encoder=Encoder.load(), exact_threshold=0, **options
+    )
+    found = dense.search(corpus.queries[corpus.gt_queries], 10).ids
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(found, corpus.gt_ids)])
+    engine = HybridIndex.from_legs(documents, bm25=bm25, dense=dense)
+    return engine, len(documents), float(recall)
+
+
+def _quantization(args: argparse.Namespace) -> dict[str, Any]:
+    """``dense_options`` for ``--quantization``."""
+    if args.quantization == "default":
+        return {}
+    return {"quantization": None if args.quantization == "none" else args.quantization}
+
+
 def build(args: argparse.Namespace) -> dict[str, Any]:
     from hybrid_engine import HybridIndex
     from hybrid_engine.dense.embedding_cache import EmbeddingCache
+
+    if args.derived:
+        start = time.perf_counter()
+        engine, n, recall = build_derived(args)
+        built = time.perf_counter() - start
+        engine.save(args.index)
+        engine.close()
+        return {**_built(args, n, built), "dense_recall@10": round(recall, 4)}
 
     records = [
         {"_id": d["_id"], "title": d.get("title") or "", "text": d["text"]}
         for part in SCALE_PARTS
         for d in read_jsonl(DATA / "scale" / part / "corpus.jsonl.gz")
     ][: args.limit]
-    options = {} if args.quantization == "default" else {"quantization": args.quantization}
-    if options.get("quantization") == "none":
-        options["quantization"] = None
     start = time.perf_counter()
     engine = HybridIndex.build(
-        records, embedding_cache=EmbeddingCache(), dense_options=options, show_progress=True
+        records,
+        embedding_cache=EmbeddingCache(),
+        dense_options=_quantization(args),
+        show_progress=True,
     )
     built = time.perf_counter() - start
     engine.save(args.index)
     engine.close()
+    return _built(args, len(records), built)
+
+
+def _built(args: argparse.Namespace, n: int, built: float) -> dict[str, Any]:
+    """What ``build`` reports of the saved engine of ``n`` documents."""
     sizes = disk_bytes(args.index)
-    n = len(records)
     return {
         "documents": n,
         "quantization": args.quantization,
@@ -184,6 +231,14 @@ def main() -> None:
         "--quantization", choices=("default", "none", "int8", "binary"), default="default"
     )
     b.add_argument("--limit", type=int, default=None, help="the first N documents only")
+    b.add_argument(
+        "--derived",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the N-document corpus of scale_corpus.py (texts and vectors derived from the "
+        "real ones) instead of the scale corpus",
+    )
     m = sub.add_parser("measure")
     m.add_argument("--index", type=Path, default=Path("runs/scale-index"))
     m.add_argument("--queries", type=int, default=1000)
