@@ -116,7 +116,7 @@ def build_derived(args: argparse.Namespace) -> tuple[Any, int, float]:
         corpus.vectors, ids=ids, encoder=Encoder.load(), exact_threshold=0, **options
     )
     found = dense.search(corpus.queries[corpus.gt_queries], 10).ids
-    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(found, corpus.gt_ids)])
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(found, corpus.gt_ids, strict=True)])
     engine = HybridIndex.from_legs(documents, bm25=bm25, dense=dense)
     return engine, len(documents), float(recall)
 
