@@ -127,9 +127,9 @@ def read_header(
     )  # fmt: skip
 
 
-def load(graph_file: GraphFile) -> hnswlib.Index:
-    """Read the graph of ``graph_file`` (``read_header``) into hnswlib, every link and label
-    checked first (``_hnsw_kernels.check_hnsw_body``): hnswlib trusts its file.
+def check_body(graph_file: GraphFile) -> None:
+    """Check every link, level and label of the body of ``graph_file`` (``read_header``)
+    (``_hnsw_kernels.check_hnsw_body``): hnswlib, and the links taken out of its file, trust it.
 
     Raises
     ------
@@ -146,6 +146,19 @@ def load(graph_file: GraphFile) -> hnswlib.Index:
         raise g.element_error(
             bad, "links or label", "its size, levels or entry point are inconsistent"
         )
+
+
+def load(graph_file: GraphFile) -> hnswlib.Index:
+    """Read the graph of ``graph_file`` (``read_header``) into hnswlib, its body checked first
+    (``check_body``).
+
+    Raises
+    ------
+    IndexFormatError
+        The body does not hold such a graph.
+    """
+    g = graph_file
+    check_body(g)
     graph = hnswlib.Index(space="ip", dim=g.dim)
     try:
         graph.load_index(str(g.file), max_elements=g.n)

@@ -121,17 +121,10 @@ class LinkGraph:
         IndexFormatError
             The file does not hold such a graph.
         """
+        if not trusted:
+            _hnsw.check_body(graph_file)
         g = graph_file
         words = g.body()
-        if not trusted:
-            bad = _hnsw_kernels.check_hnsw_body(
-                words, g.n, g.level0_words, g.max_m0, g.max_m, g.max_level, g.entry_point,
-                g.label_word,
-            )  # fmt: skip
-            if bad >= 0:
-                raise g.element_error(
-                    bad, "links or label", "its size, levels or entry point are inconsistent"
-                )
         starts, levels, _ = _hnsw_kernels.upper_starts(
             words, g.n, g.level0_words, g.max_m, g.max_level
         )
