@@ -41,10 +41,13 @@ class TermMap:
         """int64 ``(index.num_terms,)``: the shared id of each of ``index``'s terms (new
         terms get new ids)."""
         ids = self._ids
-        out = np.empty(index.num_terms, dtype=np.int64)
-        for local, term in enumerate(index.terms):
-            out[local] = ids.setdefault(term, len(ids))
-        return out
+        terms = index.terms.take(np.arange(index.num_terms))  # decoded at once, not per term
+        if not ids:  # the first vocabulary: its own order
+            ids.update({term: i for i, term in enumerate(terms)})
+            return np.arange(len(terms), dtype=np.int64)
+        return np.fromiter(
+            (ids.setdefault(term, len(ids)) for term in terms), dtype=np.int64, count=len(terms)
+        )
 
 
 def live_counts(
