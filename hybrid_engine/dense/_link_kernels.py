@@ -55,7 +55,7 @@ else:
         return types.void(array, index), _prefetch_codegen
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _push(keys, ids, size, key, node, sign):
     """Push ``(key, node)`` on the binary heap of the first ``size`` entries, the largest
     ``sign * key`` on top; the new size."""
@@ -70,7 +70,7 @@ def _push(keys, ids, size, key, node, sign):
     return size + 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _pop(keys, ids, size, sign):
     """Drop the top of the heap of ``size`` entries (see ``_push``); the new size."""
     size -= 1
@@ -100,39 +100,50 @@ def _popcount(x):
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz", "contract"})
-def _similarity(kind, node, floats, bytes_, bits, factors, q, planes, qpar):
-    """The approximate inner product of query ``q`` with node ``node``'s code (float32
-    ``(kind 0)``, int8 (1), binary (2); see ``quantization``), up to a constant of the query."""
-    if kind == 0:
-        acc = np.float32(0.0)
-        for d in range(q.shape[0]):
-            acc += floats[node, d] * q[d]
-        return acc
-    if kind == 1:
-        acc = np.float32(0.0)
-        for d in range(q.shape[0]):
-            acc += np.float32(bytes_[node, d]) * q[d]
-        return acc
+def _dot(row, q):
+    """``<row, q>`` in float32 (``row`` float32 or int8, contiguous)."""
+    acc = np.float32(0.0)
+    for d in range(q.shape[0]):
+        acc += np.float32(row[d]) * q[d]
+    return acc
+
+
+@numba.njit(cache=True, nogil=True)
+def _bit_estimate(row, factor, planes, qpar):
+    """The binary estimate of ``quantization``: ``factor * <4-bit query, +-1 signs>``."""
     ones = np.int64(0)
     weighted = np.int64(0)
-    for w in range(bits.shape[1]):
-        word = bits[node, w]
+    for w in range(row.shape[0]):
+        word = row[w]
         ones += _popcount(word)
         for j in range(planes.shape[0]):
             weighted += _popcount(word & planes[j, w]) << j
     inner = qpar[0] * np.float32(ones) + qpar[1] * np.float32(weighted)  # ~ sum of q over ones
-    return factors[node] * (np.float32(2.0) * inner - qpar[2])
+    return factor * (np.float32(2.0) * inner - qpar[2])
 
 
 @numba.njit(cache=True, nogil=True)
-def _prefetch_code(kind, node, floats, bytes_, bits):
-    """Start loading node ``node``'s code."""
-    if kind == 0:
-        _prefetch(floats[node], 0)
-    elif kind == 1:
-        _prefetch(bytes_[node], 0)
-    else:
-        _prefetch(bits[node], 0)
+def _distances(kind, nodes, count, floats, bytes_, bits, factors, q, planes, qpar, out):
+    """``out[i] = -similarity`` of query ``q`` with the code of ``nodes[i]``, ``i < count``:
+    the approximate inner product (float32 ``kind`` 0, int8 1, binary 2; see
+    ``quantization``), up to a constant of the query. The codes' loads are all started first,
+    so they overlap (hnswlib's prefetching). One call per expanded node: a call passes its
+    arrays with a reference count each, which would cost more than a distance."""
+    for i in range(count):
+        if kind == 0:
+            _prefetch(floats[nodes[i]], 0)
+        elif kind == 1:
+            _prefetch(bytes_[nodes[i]], 0)
+        else:
+            _prefetch(bits[nodes[i]], 0)
+    for i in range(count):
+        node = nodes[i]
+        if kind == 0:
+            out[i] = -_dot(floats[node], q)
+        elif kind == 1:
+            out[i] = -_dot(bytes_[node], q)
+        else:
+            out[i] = -_bit_estimate(bits[node], factors[node], planes, qpar)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -197,17 +208,18 @@ def search_links(
     room = min(n, ef * (max_m0 + 1)) + 1  # a node is pushed once at most: n bounds it
     cand_keys = np.empty(room, dtype=np.float32)
     cand_ids = np.empty(room, dtype=np.int64)
-    batch = np.empty(max_m0, dtype=np.int64)
-    batch_keys = np.empty(max_m0, dtype=np.float32)
+    width = max(max_m0, max_m, 1)
+    batch = np.empty(width, dtype=np.int64)
+    batch_keys = np.empty(width, dtype=np.float32)
     for q in range(queries.shape[0]):
         query = queries[q]
         plane = planes[q]
         qpar = qpars[q]
         mark = tag + q
         current = np.int64(entry_point)
-        current_distance = -_similarity(
-            kind, current, floats, bytes_, bits, factors, query, plane, qpar
-        )
+        batch[0] = current
+        _distances(kind, batch, 1, floats, bytes_, bits, factors, query, plane, qpar, batch_keys)
+        current_distance = batch_keys[0]
         for level in range(max_level, 0, -1):
             changed = True
             while changed:
@@ -220,11 +232,14 @@ def search_links(
                     node = np.int64(upper[block, 1 + j])
                     if node >= n or upper_start[node + 1] - upper_start[node] < level:
                         return current
-                    distance = -_similarity(
-                        kind, node, floats, bytes_, bits, factors, query, plane, qpar
-                    )
-                    if distance < current_distance:
-                        current_distance, current, changed = distance, node, True
+                    batch[j] = node
+                _distances(
+                    kind, batch, count, floats, bytes_, bits, factors, query, plane, qpar,
+                    batch_keys,
+                )  # fmt: skip
+                for j in range(count):
+                    if batch_keys[j] < current_distance:
+                        current_distance, current, changed = batch_keys[j], batch[j], True
         top = _push(top_keys, top_ids, 0, current_distance, current, 1.0)
         cands = _push(cand_keys, cand_ids, 0, current_distance, current, -1.0)
         bound = current_distance
@@ -247,12 +262,9 @@ def search_links(
                     batch[fresh] = neighbour
                     fresh += 1
             # The distances first, apart from the heaps, their loads started early: they overlap.
-            for j in range(fresh):
-                _prefetch_code(kind, batch[j], floats, bytes_, bits)
-            for j in range(fresh):
-                batch_keys[j] = -_similarity(
-                    kind, batch[j], floats, bytes_, bits, factors, query, plane, qpar
-                )
+            _distances(
+                kind, batch, fresh, floats, bytes_, bits, factors, query, plane, qpar, batch_keys
+            )
             for j in range(fresh):
                 neighbour, distance = batch[j], batch_keys[j]
                 if top < ef or bound > distance:
