@@ -130,6 +130,7 @@ def test_from_legs_equals_build(tmp_path: Path) -> None:
     for options in ({}, {"mmr": 0.5}, {"weights": {"dense": 2.0}}):
         assert_same(engine.search(QUERIES, 10, **options), whole.search(QUERIES, 10, **options))
     engine.save(tmp_path / "legs")
+    assert list((tmp_path / "legs").glob("seg-*/text_zframes.npy"))  # texts stored compressed
     loaded = HybridIndex.load(
         tmp_path / "legs", encoder=HashingEncoder(), splade_encoder=HashingSparseEncoder()
     )

@@ -213,7 +213,7 @@ class HybridIndex(Lifecycle, EngineAttributes):
         config = leg_config(legs)
         encoder = dense.encoder if dense is not None else None
         splade_encoder = splade.encoder if splade is not None else None
-        engine = cls(_single(config, Segment(docs, *legs), encoder, splade_encoder))
+        engine = cls(_single(config, Segment(docs.compressed(), *legs), encoder, splade_encoder))
         return engine if reranker is None else engine.with_reranker(reranker)
 
     def pinned(self) -> HybridIndex:
