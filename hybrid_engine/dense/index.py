@@ -100,9 +100,9 @@ class DenseIndex(DenseGrowth):
         quantization : {None, "int8", "binary"}
             What the graph walk scores (``dense.quantization``): the float32 vectors (None),
             int8 codes (1 byte per dimension) or binary codes (1 bit per dimension and 4
-            bytes per vector). Quantized, the walk's best ``oversample * k`` candidates are
-            rescored with the float32 vectors, which then need not be resident
-            (``load(mmap=True)``): every returned score is exact.
+            bytes per vector). Quantized, the walk's best ``oversample * k`` candidates (no
+            more than ``max(k, ef_search)``) are rescored with the float32 vectors, which
+            then need not be resident (``load(mmap="cold")``): every returned score is exact.
         oversample : float, optional
             Candidates rescored per hit asked for, >= 1; None: the quantization's
             ``DEFAULT_OVERSAMPLE`` (1 for float32). Settable later.

@@ -73,7 +73,11 @@ class DenseParams:
             raise ValueError(f"oversample must be a finite number >= 1, got {oversample!r}")
         object.__setattr__(self, "oversample", float(oversample))
 
-    def candidates(self, k: int, n: int) -> int:
-        """Graph candidates to rescore for ``k`` hits among ``n`` vectors."""
+    def candidates(self, k: int, n: int, ef_search: int) -> int:
+        """Graph candidates to rescore for ``k`` hits among ``n`` vectors: ``oversample * k``,
+        but no more than the walk's list (``ef_search``) unless ``k`` itself is more, so
+        that a deep request (a hybrid's legs ask for 100) does not lengthen the walk past
+        its list, and never more than ``n``."""
         assert self.oversample is not None
-        return min(n, math.ceil(k * self.oversample))
+        wanted = min(math.ceil(k * self.oversample), max(k, ef_search))
+        return min(n, max(k, wanted))

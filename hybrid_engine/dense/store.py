@@ -109,7 +109,7 @@ class VectorStore:
         allowed: np.ndarray | None = None,
     ) -> SearchResult:
         """The top ``k`` of prepared query rows: through the graph unless ``exact``, there is
-        none, or ``k`` covers every vector; the graph's best ``params.candidates(k, n)`` by
+        none, or ``k`` covers every vector; the graph's best ``params.candidates`` by
         their codes are rescored with the float32 vectors.
 
         ``allowed`` (checked bool, ``(count,)``): only those vectors may be returned, each row
@@ -125,7 +125,7 @@ class VectorStore:
                 return self._checked(out)
         if self._graph is not None and not exact and k < len(vectors):
             try:
-                size = self._params.candidates(k, len(vectors))
+                size = self._params.candidates(k, len(vectors), self._ef_search)
                 labels, _ = self._graph.knn_query(matrix, k=size, num_threads=threads)
             except RuntimeError:
                 # The walk reached fewer than size vectors from the entry point: search exactly.
@@ -156,7 +156,7 @@ class VectorStore:
         if graph is not None and not exact:
             size = _filtered.plan(k, n_allowed, len(vectors), self._ef_search, self._params.m)
             if size is not None:
-                size = self._params.candidates(size, len(vectors))
+                size = self._params.candidates(size, len(vectors), self._ef_search)
                 short = _filtered.graph_allowed(
                     graph, self._rescore, matrix, allowed, size, threads, out.ids, out.scores
                 )
