@@ -1,0 +1,324 @@
+"""A seeded corpus of N documents derived from the 253,928 real scale documents, with the
+MS MARCO query vectors and an exact float32 ground truth: scale data with real structure.
+
+Random 384-d vectors have no neighbourhood structure and mislead every recall figure, so every
+document here is a real one or a perturbed copy of a real one. With ``R`` = 253,928 the real
+documents (``load_scale_texts`` order, vectors from ``embed_scale.py --docs all``) and
+``d`` = 384, document ``j`` of a corpus of ``n`` (``seed``, ``sigma``, ``drop``) is:
+
+* ``j < R``: real document ``j`` unchanged (its ``_id``, its title + text, its vector). The
+  254k corpus is a prefix of every derived one.
+* ``j >= R``: a copy of real document ``r(j)``, drawn uniformly with replacement; so at 1M each
+  real document has about 3 copies, at 10M about 38.
+
+  - vector: ``normalise(v[r(j)] + e)``, ``e ~ N(0, sigma^2 / d * I)`` (float32), so
+    ``|e|`` is about ``sigma`` and the cosine to the source about ``1 / sqrt(1 + sigma^2)``;
+  - text: the source's words (title + text, split on whitespace) with each word dropped
+    independently with probability ``drop`` (all kept if none would be), so the lexical leg
+    sees near-duplicates, not exact ones;
+  - ``_id``: ``"<source _id>~<j>"``.
+
+Rows are drawn in chunks of ``CHUNK`` documents, each from its own generators seeded
+``[seed, chunk, 0]`` (the sources), ``[seed, chunk, 1]`` (the noise) and ``[seed, chunk, 2]``
+(the word drops): the vectors and the texts agree without either holding the other, and any
+chunk can be drawn alone.
+
+Defaults: ``SIGMA`` = 0.5 (cosine to the source about 0.89; chosen so that hnswlib's recall@10
+at the engine's defaults on the derived 1M stays within the range measured on the real 254k:
+docs/quantization.md), ``DROP`` = 0.1, ``SEED`` = 0.
+
+Queries are the 6,980 MS MARCO dev-small query vectors; the ground truth is the exact float32
+top-10 (inner product = cosine, unit rows) of ``QUERY_SAMPLE`` = 1,000 of them (a seeded sample,
+ascending), computed chunk by chunk over the memory-mapped vectors.
+
+Files, under ``scale_dir()/derived-<n>-s<seed>-sigma<sigma>-drop<drop>/``: ``vectors.npy``
+(float32 ``(n, 384)``, written in chunks into a memory map: 10M is 15.4 GB on disk and never in
+RAM at once), ``gt-queries.npy`` (int64 rows of the query file), ``gt-ids.npy`` (int64
+``(1000, 10)``), ``gt-scores.npy`` (float32) and ``manifest.json`` (the parameters, timings).
+
+    python scripts/embed_scale.py --docs all           # once: the real vectors
+    python scripts/scale_corpus.py --n 1000000         # vectors + ground truth, cached
+    python scripts/scale_corpus.py --n 1000000 --check # cosine to source, counts
+
+From code (benchmarks): ``corpus = derived(n)`` returns a ``DerivedCorpus`` (generated when
+absent) with ``vectors`` (a read-only memmap), ``queries``, ``gt_queries``, ``gt_ids``,
+``documents()`` (an iterator of ``{"_id", "text"}``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from bench_common import SCALE_PARTS, doc_text, read_jsonl
+from embed_scale import DATA, scale_dir
+
+CHUNK = 65_536
+"""Documents per drawn chunk (and per write of the memory map)."""
+SIGMA = 0.5
+DROP = 0.1
+SEED = 0
+QUERY_SAMPLE = 1000
+K = 10
+VARIANT = "int8"
+"""The encoder variant of the cached real vectors (``Encoder.load()``'s default)."""
+
+
+def real_vectors(variant: str = VARIANT) -> np.ndarray:
+    """The cached vectors of the 253,928 real documents (read-only memmap), row ``i`` the
+    ``i``-th of ``load_scale_texts``."""
+    return _cached(f"scale-docs-{variant}.npy")
+
+
+def query_vectors(variant: str = VARIANT) -> np.ndarray:
+    """The cached vectors of the 6,980 MS MARCO dev-small queries, in file order."""
+    return _cached(f"msmarco-queries-{variant}.npy")
+
+
+def _cached(name: str) -> np.ndarray:
+    path = scale_dir() / name
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path} is absent: run `python scripts/embed_scale.py --docs all` once (about 25 "
+            "minutes on 2 cores) to encode the scale corpus and the queries"
+        )
+    return np.load(path, mmap_mode="r")
+
+
+def real_documents(data: Path = DATA) -> tuple[list[str], list[str]]:
+    """(ids, texts) of the 253,928 real documents, texts as title + " " + text."""
+    ids: list[str] = []
+    texts: list[str] = []
+    for part in SCALE_PARTS:
+        for doc in read_jsonl(data / "scale" / part / "corpus.jsonl.gz"):
+            ids.append(doc["_id"])
+            texts.append(doc_text(doc))
+    return ids, texts
+
+
+def sources(chunk: int, n: int, n_real: int, seed: int) -> np.ndarray:
+    """The real row each document of ``chunk`` (of a corpus of ``n``) derives from."""
+    lo, hi = chunk * CHUNK, min((chunk + 1) * CHUNK, n)
+    drawn = np.random.default_rng([seed, chunk, 0]).integers(n_real, size=hi - lo)
+    rows = np.arange(lo, hi)
+    return np.where(rows < n_real, rows, drawn)
+
+
+def chunk_vectors(
+    real: np.ndarray, chunk: int, n: int, seed: int, sigma: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(vectors, sources) of ``chunk``: the real rows unchanged, the copies perturbed."""
+    src = sources(chunk, n, len(real), seed)
+    out = np.asarray(real[src], dtype=np.float32)
+    copies = np.arange(chunk * CHUNK, chunk * CHUNK + len(src)) >= len(real)
+    noise = np.random.default_rng([seed, chunk, 1]).standard_normal(
+        (len(src), real.shape[1]), dtype=np.float32
+    )
+    perturbed = out[copies] + noise[copies] * np.float32(sigma / np.sqrt(real.shape[1]))
+    out[copies] = perturbed / np.linalg.norm(perturbed, axis=1, keepdims=True)
+    return out, src
+
+
+@dataclass(frozen=True)
+class DerivedCorpus:
+    """A derived corpus on disk (see the module docstring), its files memory-mapped."""
+
+    folder: Path
+    n: int
+    seed: int
+    sigma: float
+    drop: float
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """float32 ``(n, 384)``, unit rows, read-only memmap."""
+        return np.load(self.folder / "vectors.npy", mmap_mode="r")
+
+    @property
+    def queries(self) -> np.ndarray:
+        """The 6,980 query vectors (``query_vectors()``)."""
+        return query_vectors()
+
+    @property
+    def gt_queries(self) -> np.ndarray:
+        """Rows of ``queries`` that have a ground truth (int64, ascending)."""
+        return np.load(self.folder / "gt-queries.npy")
+
+    @property
+    def gt_ids(self) -> np.ndarray:
+        """Exact float32 top-10 rows of each ground-truth query (int64, best first)."""
+        return np.load(self.folder / "gt-ids.npy")
+
+    @property
+    def gt_scores(self) -> np.ndarray:
+        """Their inner products (float32)."""
+        return np.load(self.folder / "gt-scores.npy")
+
+    def documents(self, data: Path = DATA) -> Iterator[dict[str, str]]:
+        """The ``n`` documents as ``{"_id", "text"}``, in row order, drawn chunk by chunk."""
+        ids, texts = real_documents(data)
+        for chunk in range(-(-self.n // CHUNK)):
+            src = sources(chunk, self.n, len(ids), self.seed)
+            rng = np.random.default_rng([self.seed, chunk, 2])
+            for offset, r in enumerate(src.tolist()):
+                j = chunk * CHUNK + offset
+                if j < len(ids):
+                    yield {"_id": ids[j], "text": texts[j]}
+                    continue
+                words = texts[r].split()
+                keep = rng.random(len(words)) >= self.drop
+                kept = [w for w, k in zip(words, keep, strict=True) if k] or words
+                yield {"_id": f"{ids[r]}~{j}", "text": " ".join(kept)}
+
+
+def corpus_folder(n: int, seed: int, sigma: float, drop: float) -> Path:
+    """Where the derived corpus of these parameters is cached."""
+    return scale_dir() / f"derived-{n}-s{seed}-sigma{sigma:g}-drop{drop:g}"
+
+
+def write_vectors(path: Path, n: int, seed: int, sigma: float) -> None:
+    """Draw the ``n`` vectors chunk by chunk into a memory-mapped ``.npy`` at ``path``, which
+    appears only once complete."""
+    real = np.ascontiguousarray(real_vectors())
+    partial = path.with_name(path.name + ".partial.npy")
+    out = np.lib.format.open_memmap(partial, "w+", np.float32, (n, real.shape[1]))
+    for chunk in range(-(-n // CHUNK)):
+        vectors, _ = chunk_vectors(real, chunk, n, seed, sigma)
+        out[chunk * CHUNK : chunk * CHUNK + len(vectors)] = vectors
+        if chunk % 16 == 15:
+            out.flush()
+    out.flush()
+    del out
+    partial.replace(path)
+
+
+def exact_top_k(
+    vectors: np.ndarray, queries: np.ndarray, k: int, chunk: int = 2 * CHUNK
+) -> tuple[np.ndarray, np.ndarray]:
+    """(ids int64, scores float32) of the exact top-``k`` inner products of each query over
+    ``vectors`` (a memmap is read ``chunk`` rows at a time), best first; ties by lower id."""
+    q = np.ascontiguousarray(queries, dtype=np.float32)
+    best_ids = np.full((len(q), k), -1, np.int64)
+    best = np.full((len(q), k), -np.inf, np.float32)
+    for lo in range(0, len(vectors), chunk):
+        scores = q @ np.asarray(vectors[lo : lo + chunk], dtype=np.float32).T
+        top = np.argpartition(-scores, min(k, scores.shape[1]) - 1, axis=1)[:, :k]
+        ids = np.concatenate([best_ids, top + lo], axis=1)
+        vals = np.concatenate([best, np.take_along_axis(scores, top, axis=1)], axis=1)
+        order = np.lexsort((ids, -vals), axis=1)[:, :k]
+        best_ids = np.take_along_axis(ids, order, axis=1)
+        best = np.take_along_axis(vals, order, axis=1)
+    return best_ids, best
+
+
+def query_sample(n_queries: int, size: int = QUERY_SAMPLE, seed: int = SEED) -> np.ndarray:
+    """A seeded sample of ``size`` query rows (int64, ascending)."""
+    rng = np.random.default_rng([seed, 7])
+    return np.sort(rng.choice(n_queries, size=min(size, n_queries), replace=False))
+
+
+def derived(
+    n: int, *, seed: int = SEED, sigma: float = SIGMA, drop: float = DROP, quiet: bool = True
+) -> DerivedCorpus:
+    """The derived corpus of ``n`` documents, generated (vectors, ground truth) when absent.
+
+    Raises
+    ------
+    FileNotFoundError
+        The real vectors are not cached yet (the message names the command that makes them).
+    ValueError
+        ``n`` is below 1.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1 documents, got {n}")
+    folder = corpus_folder(n, seed, sigma, drop)
+    corpus = DerivedCorpus(folder, n, seed, sigma, drop)
+    if (folder / "manifest.json").exists():
+        return corpus
+    folder.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    write_vectors(folder / "vectors.npy", n, seed, sigma)
+    vectors_s = time.perf_counter() - start
+    if not quiet:
+        print(f"{n} vectors in {vectors_s:.1f}s", flush=True)
+    rows = query_sample(len(query_vectors()), seed=seed)
+    start = time.perf_counter()
+    ids, scores = exact_top_k(corpus.vectors, query_vectors()[rows], K)
+    truth_s = time.perf_counter() - start
+    if not quiet:
+        print(f"ground truth of {len(rows)} queries in {truth_s:.1f}s", flush=True)
+    np.save(folder / "gt-queries.npy", rows)
+    np.save(folder / "gt-ids.npy", ids)
+    np.save(folder / "gt-scores.npy", scores)
+    manifest = {
+        "n": n,
+        "seed": seed,
+        "sigma": sigma,
+        "drop": drop,
+        "chunk": CHUNK,
+        "variant": VARIANT,
+        "queries": len(rows),
+        "k": K,
+        "vectors_seconds": round(vectors_s, 1),
+        "ground_truth_seconds": round(truth_s, 1),
+    }
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return corpus
+
+
+def check(corpus: DerivedCorpus, chunks: int = 4) -> dict[str, float]:
+    """Cosine of derived vectors to their sources (the copies of ``chunks`` seeded chunks),
+    and the ground truth's mean top-1 / 10th cosine and share of real documents."""
+    real = real_vectors()
+    n_real = len(real)
+    first = n_real // CHUNK + 1  # the first chunk of copies only
+    last = -(-corpus.n // CHUNK)
+    if last <= first:
+        return {"copies": max(corpus.n - n_real, 0)}
+    picked = np.random.default_rng(1).choice(
+        np.arange(first, last), size=min(chunks, last - first), replace=False
+    )
+    cos = []
+    for chunk in picked.tolist():
+        src = sources(chunk, corpus.n, n_real, corpus.seed)
+        derived_rows = np.asarray(corpus.vectors[chunk * CHUNK : chunk * CHUNK + len(src)])
+        cos.append(np.einsum("ij,ij->i", derived_rows, real[src]))
+    cosines = np.concatenate(cos)
+    scores = corpus.gt_scores
+    return {
+        "copies": corpus.n - n_real,
+        "cos_to_source_mean": float(cosines.mean()),
+        "cos_to_source_p5": float(np.percentile(cosines, 5)),
+        "expected": float(1 / np.sqrt(1 + corpus.sigma**2)),
+        "gt_top1_mean": float(scores[:, 0].mean()),
+        "gt_top10_mean": float(scores[:, -1].mean()),
+        "gt_real_share": float((corpus.gt_ids < n_real).mean()),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, required=True, help="documents, e.g. 1000000")
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--sigma", type=float, default=SIGMA)
+    parser.add_argument("--drop", type=float, default=DROP)
+    parser.add_argument("--check", action="store_true", help="print cosine to source etc.")
+    args = parser.parse_args()
+    corpus = derived(args.n, seed=args.seed, sigma=args.sigma, drop=args.drop, quiet=False)
+    print(f"{corpus.folder}")
+    print((corpus.folder / "manifest.json").read_text())
+    if args.check:
+        print(json.dumps(check(corpus), indent=2))
+
+
+if __name__ == "__main__":
+    main()
