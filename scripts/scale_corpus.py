@@ -305,14 +305,81 @@ def check(corpus: DerivedCorpus, chunks: int = 4) -> dict[str, float]:
     }
 
 
+def derive_from(real: np.ndarray, n: int, seed: int, sigma: float) -> np.ndarray:
+    """The first ``n`` derived vectors with ``real`` as the real documents, in memory (for
+    ``calibrate``: a small real set and its copies)."""
+    return np.concatenate(
+        [chunk_vectors(real, c, n, seed, sigma)[0] for c in range(-(-n // CHUNK))]
+    )
+
+
+def hnswlib_recall(vectors: np.ndarray, queries: np.ndarray, efs: tuple[int, ...]) -> list[float]:
+    """hnswlib's recall@10 at each ``ef`` (M=16, ef_construction=200, the engine's defaults;
+    2 build threads) against the exact top-10."""
+    import hnswlib
+
+    truth, _ = exact_top_k(vectors, queries, K)
+    index = hnswlib.Index("ip", vectors.shape[1])
+    index.init_index(max_elements=len(vectors), M=16, ef_construction=200)
+    index.add_items(vectors, num_threads=2)
+    out = []
+    for ef in efs:
+        index.set_ef(ef)
+        found = index.knn_query(queries, k=K, num_threads=2)[0]
+        out.append(
+            float(np.mean([len(set(f) & set(t)) / K for f, t in zip(found, truth, strict=True)]))
+        )
+    return out
+
+
+def calibrate(
+    n: int, sigmas: tuple[float, ...], efs: tuple[int, ...] = (64, 128, 256)
+) -> dict[str, object]:
+    """What ``SIGMA`` is chosen from: hnswlib's recall@10 on a seeded sample of ``n`` real
+    vectors against ``n`` derived ones (from ``n // 4`` real sources, about the copies per
+    source of 1M) at each sigma, the same 1,000 queries; and the cosine of a real document to
+    its nearest other real document (median over 1,000), to set the copies' distance against."""
+    real = np.ascontiguousarray(real_vectors())
+    rng = np.random.default_rng([SEED, 11])
+    queries = np.ascontiguousarray(query_vectors()[query_sample(len(query_vectors()))])
+    probe = rng.choice(len(real), size=1000, replace=False)
+    scores = exact_top_k(real, real[probe], 2)[1]
+    report: dict[str, object] = {
+        "n": n,
+        "efs": list(efs),
+        "real_nn_cosine_median": float(np.median(scores[:, 1])),
+        "real_nn_cosine_p10": float(np.percentile(scores[:, 1], 10)),
+        "real": hnswlib_recall(
+            real[np.sort(rng.choice(len(real), n, replace=False))], queries, efs
+        ),
+    }
+    sources = real[np.sort(rng.choice(len(real), n // 4, replace=False))]
+    for sigma in sigmas:
+        report[f"derived_sigma{sigma:g}"] = hnswlib_recall(
+            derive_from(sources, n, SEED, sigma), queries, efs
+        )
+        print(report, flush=True)
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, required=True, help="documents, e.g. 1000000")
+    parser.add_argument(
+        "--calibrate",
+        type=float,
+        nargs="+",
+        default=None,
+        help="sigmas: hnswlib recall on --n real vs --n derived vectors (see calibrate)",
+    )
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--sigma", type=float, default=SIGMA)
     parser.add_argument("--drop", type=float, default=DROP)
     parser.add_argument("--check", action="store_true", help="print cosine to source etc.")
     args = parser.parse_args()
+    if args.calibrate:
+        print(json.dumps(calibrate(args.n, tuple(args.calibrate)), indent=2))
+        return
     corpus = derived(args.n, seed=args.seed, sigma=args.sigma, drop=args.drop, quiet=False)
     print(f"{corpus.folder}")
     print((corpus.folder / "manifest.json").read_text())
