@@ -85,7 +85,7 @@ def _truth(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """Exact float32 top-``K`` rows of each query by inner product (chunked)."""
     import scale_corpus
 
-    return scale_corpus.exact_top_k(vectors, queries, K)[0]
+    return scale_corpus.exact_top_k(scale_corpus.in_chunks(vectors), queries, K)[0]
 
 
 def _bench(benchmark: Any, name: str, size: str, data: tuple[np.ndarray, ...]) -> None:

@@ -44,6 +44,7 @@ from scale_corpus import (
     K,
     derived,
     exact_top_k,
+    in_chunks,
     query_sample,
     query_vectors,
     real_vectors,
@@ -58,7 +59,7 @@ def data(n_docs: int, n_queries: int) -> tuple[np.ndarray, Path, np.ndarray, np.
         path = scale_dir() / Path(real.filename).name
         vectors = real[:n_docs]
         rows = query_sample(len(query_vectors()))[:n_queries]
-        truth, _ = exact_top_k(vectors, query_vectors()[rows], K)
+        truth, _ = exact_top_k(in_chunks(vectors), query_vectors()[rows], K)
     else:
         corpus = derived(n_docs, quiet=False)
         path = corpus.folder / "vectors.npy"
