@@ -154,7 +154,8 @@ def ratio_rows() -> list[tuple[str, str, float, str, float]]:
 
 def hnswlib_filter_search(index: Any, allowed: np.ndarray) -> Callable[[np.ndarray, int], Any]:
     """The peer of ``DenseIndex.search(allowed=)``: hnswlib's own ``knn_query(filter=...)`` on
-    the index's graph (its private ``_store.graph``: the same graph, ``ef``), with ``k``.
+    the index's graph (its private ``_store.graph``'s links put back into hnswlib with the
+    vectors: the same graph, ``ef``), with ``k``.
 
     The filter is a list lookup, the cheapest Python callable (hnswlib calls it once per
     visited node, holding the GIL). To give the same answer as ours, the candidates are
@@ -165,7 +166,9 @@ def hnswlib_filter_search(index: Any, allowed: np.ndarray) -> Callable[[np.ndarr
     from hybrid_engine.dense import knn
     from hybrid_engine.dense.vectors import max_norm, prepare
 
-    graph, vectors = index._store.graph, index.vectors
+    vectors = index.vectors
+    graph = index._store.graph.to_hnswlib(vectors, index.m, index.ef_construction)
+    graph.set_ef(index.ef_search)
     lookup = allowed.tolist().__getitem__
     rows = np.flatnonzero(allowed)
     norm = max_norm(vectors)

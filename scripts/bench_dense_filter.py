@@ -43,13 +43,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import hnswlib
 import numpy as np
 
 from hybrid_engine import DenseIndex, SearchResult
 from hybrid_engine.dense import filtered
 from hybrid_engine.dense import knn as _knn
 from hybrid_engine.dense import vectors as _vectors
+from hybrid_engine.dense.links import LinkGraph
 
 K = 10
 SELECTIVITIES = [0.001, 0.01, 0.1, 0.5]
@@ -89,8 +89,8 @@ def _peer(index: DenseIndex, allowed: np.ndarray) -> Search:
     return hnswlib_filter_search(index, allowed)
 
 
-def _graph(index: DenseIndex) -> hnswlib.Index:
-    """The index's hnswlib graph (a private attribute: this script compares it bare)."""
+def _graph(index: DenseIndex) -> LinkGraph:
+    """The index's graph (a private attribute: this script times its walk bare)."""
     graph = index._store.graph
     if graph is None:
         raise SystemExit(f"{index!r} has no graph; give more than 100 documents")

@@ -7,8 +7,8 @@ Writes, from the corpus in ``corpus.json`` (kept as it is) and fixed seeds:
   words; the source the model folder is exported from;
 - ``models/tiny-bert/``: that model prepared by ``prepare_bi_encoder`` (format
   ``hybrid_engine.model``), the project's own export path;
-- ``bm25/``, ``dense/`` (the tiny model's vectors, a graph walked on int8 codes), ``splade/`` (``tests/sparse_oracle``'s
-  hashing encoder): the three leg formats;
+- ``bm25/``, ``dense/`` (the tiny model's vectors, a graph walked on int8 codes),
+  ``splade/`` (``tests/sparse_oracle``'s hashing encoder): the three leg formats;
 - ``hybrid/``: ``HybridIndex.build(...).save`` (BM25 and dense, the model recorded by name);
 - ``live/``: the same engine after the adds, deletes and upserts of ``corpus.json["live"]``,
   one commit each (several segments, deletion masks, commit points);

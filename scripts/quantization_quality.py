@@ -9,8 +9,9 @@ binary, at their default oversampling. For each it reports
 * recall@10 of ``search(k=10)`` against exact float32 search (``search(exact=True)``) over the
   collection's queries;
 * nDCG@10 (pytrec_eval) of the dense leg alone (``k=10``) and of the default hybrid with that
-  leg (each leg's top 100 fused by ``fuse``'s default method), and the difference from float32 with the
-  two-sided p-value of a paired randomization (sign-flip) test over the judged queries.
+  leg (each leg's top 100 fused by ``fuse``'s default method), and the difference from
+  float32 with the two-sided p-value of a paired randomization (sign-flip) test over the
+  judged queries.
 
 Prints a Markdown table (``--json FILE`` also writes the rows)::
 
