@@ -36,9 +36,10 @@ float32 walk ranks by the exact scores' own order: one per hit is enough).
 Measured on the 253,928 scale documents' all-MiniLM-L6-v2 int8 vectors, 1,000 MS MARCO queries,
 k=10, M=16, ef_construction=200, ef_search=256, recall@10 against exact float32 search
 (docs/memory.md): int8 0.9841 at 1, 0.9892 from 2 to 20 (the graph's own limit at this list
-size), 0.9933 at 40 (the list grows past 256); binary 0.6753 at 1, 0.9181 at 3, 0.9584 at 5,
-0.9783 at 10, 0.9830 at 20, 0.9915 at 40. A query's p50 grew by under 0.3 ms from 1 to 20.
-3 leaves int8 a margin; 20 is where binary first passes 0.98."""
+size); binary 0.6753 at 1, 0.9181 at 3, 0.9584 at 5, 0.9783 at 10, 0.9830 at 20. A query's p50
+grew by under 0.3 ms from 1 to 20. 3 leaves int8 a margin; 20 is where binary first passes
+0.98. (At 40, measured before ``candidates`` capped the list at ``ef_search``, the list of 400
+gave 0.9933 and 0.9915.)"""
 
 
 @dataclass(frozen=True)

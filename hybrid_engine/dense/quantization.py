@@ -32,6 +32,8 @@ KIND_NUMBERS = {None: 0, "int8": 1, "binary": 2}
 """How the search kernel (``_link_kernels``) names each kind."""
 QUERY_BITS = 4
 """Bits per dimension of a query scored against binary codes."""
+_CHUNK = 65_536
+"""Vectors coded at a time."""
 
 
 @dataclass(frozen=True)
@@ -129,21 +131,30 @@ class Codes:
 
 
 def _int8_codes(vectors: np.ndarray, low: np.ndarray, step: np.ndarray) -> np.ndarray:
-    """int8 ``(n, dim)``: ``round((x - low) / step) - 128``, clipped to ``-128..127``."""
-    codes = np.rint((vectors - low) / step) - 128
-    return np.clip(codes, -128, 127).astype(np.int8)
+    """int8 ``(n, dim)``: ``round((x - low) / step) - 128``, clipped to ``-128..127`` (in
+    chunks of ``_CHUNK`` rows: the float temporaries stay small whatever ``n``)."""
+    codes = np.empty(vectors.shape, dtype=np.int8)
+    for lo in range(0, len(vectors), _CHUNK):
+        part = np.rint((vectors[lo : lo + _CHUNK] - low) / step) - 128
+        codes[lo : lo + _CHUNK] = np.clip(part, -128, 127)
+    return codes
 
 
 def _binary_codes(vectors: np.ndarray, mean: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """uint64 bits ``x_i > m_i`` ``(n, words)`` and float32 factors ``|o|^2 / sum |o_i|``
-    (0 for a vector equal to the mean)."""
-    centred = vectors - mean
+    (0 for a vector equal to the mean), in chunks of ``_CHUNK`` rows."""
     words = -(-vectors.shape[1] // 64)
-    bits = _pack_bits(centred > 0, words)
-    absolute = np.abs(centred).sum(axis=1, dtype=np.float64)
-    squares = np.einsum("ij,ij->i", centred, centred, dtype=np.float64)
-    factors = np.divide(squares, absolute, out=np.zeros_like(squares), where=absolute > 0)
-    return bits, factors.astype(np.float32)
+    bits = np.empty((len(vectors), words), dtype=np.uint64)
+    factors = np.empty(len(vectors), dtype=np.float32)
+    for lo in range(0, len(vectors), _CHUNK):
+        centred = vectors[lo : lo + _CHUNK] - mean
+        bits[lo : lo + _CHUNK] = _pack_bits(centred > 0, words)
+        absolute = np.abs(centred).sum(axis=1, dtype=np.float64)
+        squares = np.einsum("ij,ij->i", centred, centred, dtype=np.float64)
+        factors[lo : lo + _CHUNK] = np.divide(
+            squares, absolute, out=np.zeros_like(squares), where=absolute > 0
+        )
+    return bits, factors
 
 
 def _pack_bits(flags: np.ndarray, words: int) -> np.ndarray:
