@@ -14,15 +14,13 @@ Sides: ``hnswlib_f32``; ``faiss_hnsw_flat``; ``faiss_hnsw_sq8`` (``IndexHNSWSQ``
 ``faiss_hnsw_sq8_refine`` (the same inside ``IndexRefineFlat``: a float32 copy in the index,
 ``k_factor`` = oversample); ``faiss_binary_hnsw`` (``IndexBinaryHNSW`` over sign bits, 48
 bytes a vector) + numpy rescoring; ``usearch_i8``; ``usearch_b1`` (hamming over sign bits) +
-numpy rescoring; and the engine's ``DenseIndex.from_vectors`` as ``ours_<quantization>`` when
-it takes ``quantization`` (``ours_quantization()``).
+numpy rescoring; and the engine's ``DenseIndex.from_vectors`` as ``ours_<quantization>``
+(``ours_f32``, ``ours_int8``, ``ours_binary``).
 """
 
 from __future__ import annotations
 
-import inspect
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -347,25 +345,15 @@ def load_peer(name: str, path: Path, vectors: np.ndarray) -> Side:
 # -- ours -------------------------------------------------------------------------------------
 
 
-def ours_quantization() -> bool:
-    """Whether ``DenseIndex.from_vectors`` takes ``quantization`` (the quantized dense leg)."""
-    from hybrid_engine import DenseIndex
-
-    return "quantization" in inspect.signature(DenseIndex.from_vectors).parameters
-
-
 def wrap_ours(name: str, index: Any) -> Side:
-    """A ``DenseIndex``: ``ef`` set through ``ef_search``, and ``oversample`` too where the
-    index lets it be set after the build (else its build's oversampling is the only one)."""
-    prop = getattr(type(index), "oversample", None)
-    settable = isinstance(prop, property) and prop.fset is not None
+    """A ``DenseIndex``: ``ef`` set through ``ef_search``, and ``oversample`` too."""
 
     def apply(s: Setting) -> None:
         index.ef_search = s["ef"]
         if "oversample" in s:
             index.oversample = s["oversample"]
 
-    if name == "ours_f32" or not settable:
+    if name == "ours_f32":
         settings = _float_settings()
     else:
         settings = RESCORE_SETTINGS if name == "ours_int8" else BINARY_SETTINGS
@@ -377,15 +365,14 @@ def wrap_ours(name: str, index: Any) -> Side:
 
 
 def ours(vectors: np.ndarray, quantization: str | None) -> Side:
-    """``DenseIndex.from_vectors(vectors, exact_threshold=0, quantization=...)`` (the keyword
-    only where ``ours_quantization()``), at its default oversampling."""
+    """``DenseIndex.from_vectors(vectors, exact_threshold=0, quantization=...)``, at its
+    default oversampling."""
     from hybrid_engine import DenseIndex
 
-    kwargs: dict[str, Any] = {"exact_threshold": 0, "num_threads": BUILD_THREADS}
-    if ours_quantization():
-        kwargs["quantization"] = quantization
     start = time.perf_counter()
-    index = DenseIndex.from_vectors(vectors, **kwargs)
+    index = DenseIndex.from_vectors(
+        vectors, exact_threshold=0, num_threads=BUILD_THREADS, quantization=quantization
+    )
     side = wrap_ours(f"ours_{quantization or 'f32'}", index)
     side.build_s = time.perf_counter() - start
     return side
@@ -416,24 +403,14 @@ def build_sides(
 ) -> list[Side]:
     """Every side (or those of ``names``: a key of ``PEERS``, or ``ours``) built over
     ``vectors`` (float32, unit rows), with ``index_bytes`` measured by saving each once (into
-    ``keep_dir``, kept, when given). The engine's quantized sides only when
-    ``ours_quantization()``; a note on stderr says so otherwise."""
+    ``keep_dir``, kept, when given)."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     sides: list[Side] = []
     with tempfile.TemporaryDirectory(prefix="dense-quant-") as tmp:
         folder = keep_dir or Path(tmp)
         for name in names or [*PEERS, "ours"]:
             if name == "ours":
-                quantized = ours_quantization()
-                if not quantized:
-                    print(
-                        "note: DenseIndex.from_vectors takes no `quantization` in this checkout "
-                        "(the quantized dense leg is not there yet): ours_int8 and ours_binary "
-                        "are skipped, ours_f32 is measured",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                built: Side | list[Side] = [ours(vectors, q) for q in OURS if quantized or not q]
+                built: Side | list[Side] = [ours(vectors, q) for q in OURS]
             else:
                 built = PEERS[name](vectors)
             for side in built if isinstance(built, list) else [built]:

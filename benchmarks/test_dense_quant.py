@@ -2,9 +2,8 @@
 
 Every side of ``dense_peers.py`` (hnswlib float32; faiss ``IndexHNSWFlat``, ``IndexHNSWSQ``
 QT_8bit alone and inside ``IndexRefineFlat``, ``IndexBinaryHNSW`` + numpy rescoring; usearch
-i8, and b1 + numpy rescoring; the engine's ``DenseIndex.from_vectors`` as ``ours_f32`` and,
-once it takes ``quantization``, ``ours_int8`` and ``ours_binary``) is built with M=16,
-ef_construction=200 over:
+i8, and b1 + numpy rescoring; the engine's ``DenseIndex.from_vectors`` as ``ours_f32``,
+``ours_int8`` and ``ours_binary``) is built with M=16, ef_construction=200 over:
 
 * ``dense-quant-5k-1q-k10``: 5,000 clustered synthetic unit vectors of 384 dimensions
   (``bench_common.clustered_vectors``), 100 queries of the same mixture: small enough for CI's
@@ -69,11 +68,6 @@ def _peers() -> Any:
 def _side(size: str, name: str, vectors: np.ndarray) -> Any:
     """The built side ``name`` over ``vectors`` (built once per size and builder)."""
     peers = _peers()
-    if name in ("ours_int8", "ours_binary") and not peers.ours_quantization():
-        pytest.skip(
-            "DenseIndex.from_vectors takes no `quantization` in this checkout (the quantized "
-            f"dense leg is not there yet): {name} is not measured"
-        )
     builder = BUILDER.get(name, name)
     if (size, builder) not in _BUILT:
         sides = peers.build_sides(vectors, [builder])

@@ -115,10 +115,10 @@ def measure_rss(argv: list[str]) -> None:
     before = memory()
     if name.startswith("ours"):
         warm = np.random.default_rng(0).standard_normal((6000, vectors.shape[1]))
-        kwargs = {"quantization": name[5:]} if peers.ours_quantization() else {}
-        if kwargs.get("quantization") == "f32":
-            kwargs["quantization"] = None
-        small = DenseIndex.from_vectors(warm, exact_threshold=0, num_threads=1, **kwargs)
+        quantization = None if name == "ours_f32" else name[5:]
+        small = DenseIndex.from_vectors(
+            warm, exact_threshold=0, num_threads=1, quantization=quantization
+        )
         with tempfile.TemporaryDirectory() as tmp:  # loaded as the measured one is: mmap
             small.save(Path(tmp) / "warm")
             loaded_small = DenseIndex.load(Path(tmp) / "warm", mmap=True)
@@ -163,7 +163,6 @@ def main() -> None:
         "queries": len(queries),
         "k": K,
         "build_threads": peers.BUILD_THREADS,
-        "ours_quantization": peers.ours_quantization(),
         "vectors": str(vectors_path),
         "sides": [],
     }
