@@ -18,6 +18,9 @@ import numpy as np
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.lexical.statistics import CollectionStats
 
+_DECODED_AT_ONCE = 4_096
+"""Terms of a vocabulary decoded per ``PackedStrings.take`` by ``TermMap.map``."""
+
 
 class TermMap:
     """Engine-wide term ids: each segment's term ids mapped to one shared vocabulary.
@@ -41,13 +44,13 @@ class TermMap:
         """int64 ``(index.num_terms,)``: the shared id of each of ``index``'s terms (new
         terms get new ids)."""
         ids = self._ids
-        terms = index.terms.take(np.arange(index.num_terms))  # decoded at once, not per term
-        if not ids:  # the first vocabulary: its own order
-            ids.update({term: i for i, term in enumerate(terms)})
-            return np.arange(len(terms), dtype=np.int64)
-        return np.fromiter(
-            (ids.setdefault(term, len(ids)) for term in terms), dtype=np.int64, count=len(terms)
-        )
+        terms, n = index.terms, index.num_terms
+        out = np.empty(n, dtype=np.int64)
+        for lo in range(0, n, _DECODED_AT_ONCE):  # decoded a chunk at a time: small temporaries
+            chunk = terms.take(np.arange(lo, min(n, lo + _DECODED_AT_ONCE)))
+            for local, term in enumerate(chunk, lo):
+                out[local] = ids.setdefault(term, len(ids))
+        return out
 
 
 def live_counts(
