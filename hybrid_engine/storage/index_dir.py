@@ -193,7 +193,6 @@ def read_index_dir(
     mmap: bool = False,
     verify: bool = True,
     components: Collection[str] = (),
-    verify_components: bool = True,
     shown_as: str | os.PathLike[str] | None = None,
     older_versions: Collection[int] = (),
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -217,9 +216,6 @@ def read_index_dir(
         finds which are present in ``manifest["files"]``; to read them from the save the
         manifest comes from, pass the path that ``open_index_dir(path)`` yields and read them
         there inside its block.
-    verify_components : bool
-        False: check the components' sha256 only with ``verify``, for a reader that checks
-        what it reads of them at use (a memory-mapped HNSW graph).
     shown_as : path-like, optional
         The path error messages name (``path`` when None): the user's path when ``path`` is
         the one ``open_index_dir`` yielded.
@@ -250,10 +246,7 @@ def read_index_dir(
         files = manifest.get("files")
         if not isinstance(files, dict):
             raise IndexFormatError(f"{shown / MANIFEST} lists no files; rebuild the index")
-        arrays = _read_files(
-            root, shown, files, mmap=mmap, verify=verify, components=components,
-            verify_components=verify_components,
-        )  # fmt: skip
+        arrays = _read_files(root, shown, files, mmap=mmap, verify=verify, components=components)
     return manifest, arrays
 
 
@@ -292,7 +285,6 @@ def _read_files(
     mmap: bool,
     verify: bool,
     components: Collection[str],
-    verify_components: bool,
 ) -> dict[str, np.ndarray]:
     """Check the ``files`` a manifest lists at ``root`` and load its arrays."""
     arrays: dict[str, np.ndarray] = {}
@@ -309,7 +301,7 @@ def _read_files(
                 f"{named} has {file.stat().st_size} bytes, the manifest says {info.get('bytes')}: "
                 "the file is truncated or was changed; rebuild the index"
             )
-        checked = verify or (verify_components and name in components)
+        checked = verify or name in components
         if checked and sha256(file) != info.get("sha256"):
             raise IndexFormatError(
                 f"{named} fails its sha256 check: it is corrupt; rebuild the index"
