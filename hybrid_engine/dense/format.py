@@ -28,7 +28,12 @@ from hybrid_engine.dense.params import DenseParams
 from hybrid_engine.dense.quantization import Codes
 from hybrid_engine.dense.vector_file import VectorFile
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.storage import open_index_dir, read_index_dir, write_index_dir
+from hybrid_engine.storage import (
+    in_memory_except,
+    open_index_dir,
+    read_index_dir,
+    write_index_dir,
+)
 
 FORMAT = "hybrid_engine.dense"
 FORMAT_VERSION = 2
@@ -110,8 +115,9 @@ def read_dense(path: str | os.PathLike[str], *, mmap: bool | str, verify: bool) 
             shown_as=path,
             older_versions=OLDER_VERSIONS,
         )
-        if mmap == "cold":
-            arrays = _hot_in_memory(manifest, arrays)
+        if mmap == "cold":  # only the vectors a quantized graph rescores with stay mapped
+            quantized = _quantized_graph(manifest)
+            arrays = in_memory_except(arrays, lambda name: quantized and name == "vectors")
         saved = _checked(path, root, manifest, arrays, check_links=verify or mmap is not True)
         vectors = saved.vectors
         if isinstance(vectors, np.memmap) and mmap == "cold":
@@ -123,17 +129,11 @@ def read_dense(path: str | os.PathLike[str], *, mmap: bool | str, verify: bool) 
         return saved
 
 
-def _hot_in_memory(
-    manifest: dict[str, Any], arrays: dict[str, np.ndarray]
-) -> dict[str, np.ndarray]:
-    """The mapped ``arrays`` with those every search reads copied into memory: all but the
-    float32 vectors of a quantized graph, which only rescore candidates (read by position:
-    ``VectorFile``)."""
+def _quantized_graph(manifest: dict[str, Any]) -> bool:
+    """Whether the manifest describes a graph walked on codes: its float32 vectors only
+    rescore candidates (read by position: ``VectorFile``)."""
     params = manifest.get("params")
-    cold = set()
-    if manifest.get("graph") and isinstance(params, dict) and params.get("quantization"):
-        cold.add("vectors")
-    return {name: a if name in cold else np.array(a) for name, a in arrays.items()}
+    return bool(manifest.get("graph") and isinstance(params, dict) and params.get("quantization"))
 
 
 def _checked(

@@ -39,7 +39,7 @@ from hybrid_engine.live.documents import LiveDocuments
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.results import SparseVectors
 from hybrid_engine.sparse.index import SpladeIndex
-from hybrid_engine.storage import read_index_dir, write_index_dir
+from hybrid_engine.storage import in_memory_except, read_index_dir, write_index_dir
 
 FORMAT = "hybrid_engine.segment"
 FORMAT_VERSION = 2
@@ -173,10 +173,7 @@ class Segment:
             path, FORMAT, FORMAT_VERSION, mmap=bool(mmap), older_versions=OLDER_VERSIONS
         )
         if mmap == "cold":  # ids and metadata (filters) in memory; texts read for hits only
-            arrays = {
-                name: array if name.startswith(_COLD_PREFIXES) else np.array(array)
-                for name, array in arrays.items()
-            }
+            arrays = in_memory_except(arrays, lambda name: name.startswith(_COLD_PREFIXES))
         try:
             n_docs = int(manifest["num_documents"])
             docs = LiveDocuments.from_arrays(arrays, manifest["documents"], n_docs, shown=path)

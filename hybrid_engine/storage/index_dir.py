@@ -68,6 +68,14 @@ def check_mmap(mmap: object) -> bool | str:
     )
 
 
+def in_memory_except(
+    arrays: Mapping[str, np.ndarray], mapped: Callable[[str], bool]
+) -> dict[str, np.ndarray]:
+    """Memory-mapped ``arrays`` (``read_index_dir(mmap=True)``) read into memory, but those
+    whose name ``mapped`` keeps mapped: what a ``load(mmap="cold")`` holds."""
+    return {name: a if mapped(name) else np.array(a) for name, a in arrays.items()}
+
+
 def verify_default(verify: bool | None, mmap: bool | str) -> bool:
     """A load's ``verify``: as given, or for None ``not mmap`` (a memory-mapped load reads no
     array whole, so it checks each part when a search first reads it instead)."""
