@@ -12,12 +12,13 @@ p-value of a paired randomization (sign-flip) test::
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytrec_eval
 
-from hybrid_engine import SearchResult, fuse
+from hybrid_engine import HybridIndex, SearchResult, fuse
 from hybrid_engine.cli.demo import DEFAULT_DATASET
 from hybrid_engine.evaluation import Dataset, load_beir, run_from_results
 from hybrid_engine.evaluation.runner import build_hybrid
@@ -35,6 +36,14 @@ def per_query_ndcg10(dataset: Dataset, result: SearchResult, doc_ids: list[str])
     return np.array([scored[q]["ndcg_cut_10"] if q in scored else 0.0 for q in dataset.qrels])
 
 
+def collection_hybrids(data: Path) -> Iterator[tuple[str, Dataset, HybridIndex, list[str]]]:
+    """Each BEIR-layout collection under ``data`` (by name): its name, dataset, default hybrid
+    (``runner.build_hybrid``: BM25 and dense) and query texts (in the dataset's order)."""
+    for folder in sorted(p for p in data.iterdir() if (p / "corpus.jsonl").is_file()):
+        dataset = load_beir(folder)
+        yield folder.name, dataset, build_hybrid(dataset), list(dataset.queries.values())
+
+
 def randomization_p(a: np.ndarray, b: np.ndarray, rounds: int, seed: int = 0) -> float:
     """Two-sided p of the mean paired difference under random sign flips."""
     difference = a - b
@@ -50,11 +59,8 @@ def main() -> None:
     args = parser.parse_args()
     print("| collection | queries | hybrid | bm25 | dense | hybrid - best single | p |")
     print("|---|---|---|---|---|---|---|")
-    for folder in sorted(p for p in args.data.iterdir() if (p / "corpus.jsonl").is_file()):
-        dataset = load_beir(folder)
-        engine = build_hybrid(dataset)
+    for name, dataset, engine, queries in collection_hybrids(args.data):
         assert engine.bm25 is not None and engine.dense is not None
-        queries = list(dataset.queries.values())
         doc_ids = list(engine.doc_ids)
         legs = [
             engine.bm25.search(queries, DEFAULT_DEPTH),
@@ -64,7 +70,7 @@ def main() -> None:
         bm25, dense = (per_query_ndcg10(dataset, leg, doc_ids) for leg in legs)
         best = dense if dense.mean() > bm25.mean() else bm25
         print(
-            f"| {folder.name} | {len(hybrid)} | {hybrid.mean():.4f} | {bm25.mean():.4f} | "
+            f"| {name} | {len(hybrid)} | {hybrid.mean():.4f} | {bm25.mean():.4f} | "
             f"{dense.mean():.4f} | {hybrid.mean() - best.mean():+.4f} | "
             f"{randomization_p(hybrid, best, args.rounds):.3f} |",
             flush=True,

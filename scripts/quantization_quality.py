@@ -26,12 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from fusion_significance import per_query_ndcg10, randomization_p
+from fusion_significance import collection_hybrids, per_query_ndcg10, randomization_p
 
 from hybrid_engine import DenseIndex, fuse
 from hybrid_engine.cli.demo import DEFAULT_DATASET
-from hybrid_engine.evaluation import load_beir
-from hybrid_engine.evaluation.runner import build_hybrid
 from hybrid_engine.pipeline.engine import DEFAULT_DEPTH
 
 KINDS = (None, "int8", "binary")
@@ -52,11 +50,8 @@ def main() -> None:
     print("| collection | queries | leg | recall@10 vs exact | dense nDCG@10 | diff | p "
           "| hybrid nDCG@10 | diff | p |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for folder in sorted(p for p in args.data.iterdir() if (p / "corpus.jsonl").is_file()):
-        dataset = load_beir(folder)
-        engine = build_hybrid(dataset)
+    for name, dataset, engine, queries in collection_hybrids(args.data):
         assert engine.bm25 is not None and engine.dense is not None
-        queries = list(dataset.queries.values())
         doc_ids = list(engine.doc_ids)
         encoder = engine.dense.encoder
         assert encoder is not None
@@ -74,7 +69,7 @@ def main() -> None:
             if kind is None:
                 base = {"dense": dense, "hybrid": hybrid}
             row = {
-                "collection": folder.name,
+                "collection": name,
                 "queries": len(dense),
                 "quantization": kind,
                 "oversample": leg.oversample,
@@ -88,7 +83,7 @@ def main() -> None:
             }
             rows.append(row)
             print(
-                f"| {folder.name} | {row['queries']} | {kind or 'float32'} | "
+                f"| {name} | {row['queries']} | {kind or 'float32'} | "
                 f"{row['recall@10']:.4f} | {row['dense_ndcg@10']:.4f} | "
                 f"{row['dense_diff']:+.4f} | {row['dense_p']:.3f} | "
                 f"{row['hybrid_ndcg@10']:.4f} | {row['hybrid_diff']:+.4f} | "
