@@ -80,9 +80,7 @@ class DenseAttributes:
     def oversample(self) -> float:
         """Graph candidates rescored with the float32 vectors per hit asked for (>= 1). Saved
         with the index; settable, not while another thread searches."""
-        oversample = self._store.params.oversample
-        assert oversample is not None
-        return oversample
+        return self._store.oversample
 
     @oversample.setter
     def oversample(self, value: float) -> None:

@@ -93,8 +93,10 @@ class VectorStore:
             self._graph.set_ef(self._ef_search)
 
     @property
-    def oversample(self) -> float | None:
-        return self._params.oversample
+    def oversample(self) -> float:
+        oversample = self._params.oversample
+        assert oversample is not None  # DenseParams sets the default
+        return oversample
 
     @oversample.setter
     def oversample(self, value: float) -> None:
