@@ -90,6 +90,19 @@ he::StringTableView vocabulary_view(const ByteArray& vocab_bytes, const OffsetAr
                                vocab_slots.data(), static_cast<std::size_t>(vocab_slots.size()));
 }
 
+/// The arrays of a finished index, by their Python names.
+py::dict index_dict(he::InvertedIndexArrays&& arrays) {
+    py::dict out;
+    out["vocab_bytes"] = to_numpy(std::move(arrays.vocab_bytes));
+    out["vocab_offsets"] = to_numpy(std::move(arrays.vocab_offsets));
+    out["vocab_slots"] = to_numpy(std::move(arrays.vocab_slots));
+    out["doc_freqs"] = to_numpy(std::move(arrays.doc_freqs));
+    out["posting_offsets"] = to_numpy(std::move(arrays.posting_offsets));
+    out["postings"] = to_numpy(std::move(arrays.postings));
+    out["doc_lengths"] = to_numpy(std::move(arrays.doc_lengths));
+    return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -133,22 +146,44 @@ PYBIND11_MODULE(_core, m) {
             },
             py::arg("texts"))
         .def_property_readonly("num_documents", &he::IndexBuilder::num_documents)
-        .def("finish", [](he::IndexBuilder& self) {
-            he::InvertedIndexArrays arrays;
-            {
-                py::gil_scoped_release release;
-                arrays = self.finish();
-            }
-            py::dict out;
-            out["vocab_bytes"] = to_numpy(std::move(arrays.vocab_bytes));
-            out["vocab_offsets"] = to_numpy(std::move(arrays.vocab_offsets));
-            out["vocab_slots"] = to_numpy(std::move(arrays.vocab_slots));
-            out["doc_freqs"] = to_numpy(std::move(arrays.doc_freqs));
-            out["posting_offsets"] = to_numpy(std::move(arrays.posting_offsets));
-            out["postings"] = to_numpy(std::move(arrays.postings));
-            out["doc_lengths"] = to_numpy(std::move(arrays.doc_lengths));
-            return out;
-        });
+        .def("terms",
+             [](const he::IndexBuilder& self) {
+                 const he::StringTable& terms = self.terms();
+                 std::vector<std::string> out;
+                 out.reserve(terms.size());
+                 for (std::size_t t = 0; t < terms.size(); ++t) {
+                     out.emplace_back(terms.key(static_cast<int32_t>(t)));
+                 }
+                 return out;
+             })
+        .def("finish",
+             [](he::IndexBuilder& self) {
+                 he::InvertedIndexArrays arrays;
+                 {
+                     py::gil_scoped_release release;
+                     arrays = self.finish();
+                 }
+                 return index_dict(std::move(arrays));
+             })
+        .def(
+            "finish_mapped",
+            [](he::IndexBuilder& self, const CArray<int32_t>& targets, const ByteArray& vocab_bytes,
+               const OffsetArray& vocab_offsets) {
+                if (targets.ndim() != 1) throw py::value_error("targets must be 1-d");
+                const auto [bytes, offsets] = vocabulary_arrays(vocab_bytes, vocab_offsets);
+                const auto n = static_cast<std::size_t>(vocab_offsets.size() - 1);
+                std::vector<int32_t> mapped(targets.data(), targets.data() + targets.size());
+                he::InvertedIndexArrays arrays;
+                {
+                    py::gil_scoped_release release;
+                    arrays = self.finish_mapped(
+                        mapped,
+                        he::StringTable::from_arena(bytes.data(), bytes.size(), offsets, n));
+                }
+                return index_dict(std::move(arrays));
+            },
+            py::arg("targets").noconvert(), py::arg("vocab_bytes").noconvert(),
+            py::arg("vocab_offsets").noconvert());
 
     m.def(
         "invert_impacts",

@@ -32,7 +32,17 @@ def analyze(text: str, **config: object) -> list[str]:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"stemmer": "porter"}, r"stemmer must be 'english' or 'none', got 'porter'"),
+        (
+            {"stemmer": "klingon"},
+            r"stemmer must be 'none' or a Snowball stemmer \(arabic, .*, "
+            r"yiddish\) or its ISO 639-1 code, got 'klingon'",
+        ),
+        (
+            {"stopwords": "basque"},
+            r"no stopword list for 'basque'; stopwords may be True, False "
+            r"or one of arabic, .*spanish",
+        ),
+        ({"stopwords": "klingon"}, r"no stopword list for 'klingon'"),
         ({"cjk": "trigram"}, r"cjk must be 'unigram' or 'bigram', got 'trigram'"),
         ({"min_token_length": 0}, r"min_token_length must be at least 1, got 0"),
         (

@@ -157,6 +157,55 @@ void IndexBuilder::add(const std::vector<std::string>& texts) {
     }
 }
 
+InvertedIndexArrays IndexBuilder::finish_mapped(const std::vector<int32_t>& targets,
+                                                StringTable vocabulary) {
+    const auto n_new = static_cast<int64_t>(vocabulary.size());
+    if (targets.size() != terms_.size()) {
+        throw std::invalid_argument("targets must have one entry per term (" +
+                                    std::to_string(terms_.size()) + "), got " +
+                                    std::to_string(targets.size()));
+    }
+    for (const int32_t target : targets) {
+        if (target < -1 || target >= n_new) {
+            throw std::invalid_argument("a target is " + std::to_string(target) +
+                                        ", outside -1 .. " + std::to_string(n_new - 1));
+        }
+    }
+    // Per document, its entries mapped in place: `slot[t]` is where the document's entry
+    // for new term t is, valid when `owner[t]` is the document.
+    std::vector<int64_t> slot(static_cast<std::size_t>(n_new), 0);
+    std::vector<int64_t> owner(static_cast<std::size_t>(n_new), -1);
+    int64_t out = 0;
+    for (std::size_t d = 0; d + 1 < doc_offsets_.size(); ++d) {
+        const int64_t begin = doc_offsets_[d];
+        const int64_t end = doc_offsets_[d + 1];
+        doc_offsets_[d] = out;
+        int64_t dropped = 0;
+        for (int64_t i = begin; i < end; ++i) {
+            const int32_t target = targets[static_cast<std::size_t>(doc_terms_[i])];
+            if (target < 0) {
+                dropped += doc_tfs_[i];
+                continue;
+            }
+            if (owner[target] == static_cast<int64_t>(d)) {
+                doc_tfs_[slot[target]] += doc_tfs_[i];
+                continue;
+            }
+            owner[target] = static_cast<int64_t>(d);
+            slot[target] = out;
+            doc_terms_[out] = target;
+            doc_tfs_[out] = doc_tfs_[i];
+            ++out;
+        }
+        doc_lengths_[d] -= static_cast<int32_t>(dropped);
+    }
+    doc_offsets_.back() = out;
+    doc_terms_.resize(static_cast<std::size_t>(out));
+    doc_tfs_.resize(static_cast<std::size_t>(out));
+    terms_ = std::move(vocabulary);
+    return finish();
+}
+
 InvertedIndexArrays IndexBuilder::finish() {
     InvertedIndexArrays out;
     const std::size_t n_terms = terms_.size();

@@ -13,6 +13,7 @@ from hybrid_engine.cli._engine import LegOptions, add_variant_option, build_engi
 from hybrid_engine.cli._replace import output_dir
 from hybrid_engine.cli._values import multiple
 from hybrid_engine.lexical.analysis import AnalyzerConfig
+from hybrid_engine.lexical.languages import has_stopwords, language_name
 from hybrid_engine.pipeline.legs import DEFAULT_RETRIEVERS, RETRIEVERS
 
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
@@ -57,8 +58,16 @@ def add_parser(subparsers: Any) -> None:
     bm25.add_argument("--k1", type=float, default=None)
     bm25.add_argument("--b", type=float, default=None)
     bm25.add_argument("--method", default=None, choices=BM25_METHODS)
-    bm25.add_argument("--no-stopwords", action="store_true", help="keep English stopwords")
-    bm25.add_argument("--stemmer", choices=("english", "none"), default=None)
+    bm25.add_argument(
+        "--language",
+        default=None,
+        help="the documents' language: its Snowball stemmer and stopwords (a name or ISO 639-1 "
+        "code: es, pt, fr, de, it, nl, sv, ru, ...; default: english)",
+    )
+    bm25.add_argument("--no-stopwords", action="store_true", help="keep stopwords")
+    bm25.add_argument(
+        "--stemmer", default=None, help="a Snowball stemmer apart from --language, or none"
+    )
     bm25.add_argument("--keep-accents", action="store_true", help="do not strip diacritics")
     bm25.add_argument("--cjk", choices=("unigram", "bigram"), default=None)
     dense = p.add_argument_group("dense leg (default: the engine's)")
@@ -96,12 +105,17 @@ def leg_options(args: argparse.Namespace) -> LegOptions:
         for name, value in (("k1", args.k1), ("b", args.b), ("method", args.method))
         if value is not None
     }
-    analysis = (args.no_stopwords, args.keep_accents, args.stemmer, args.cjk)
+    analysis = (args.language, args.no_stopwords, args.keep_accents, args.stemmer, args.cjk)
     if any(flag not in (None, False) for flag in analysis):
         defaults = AnalyzerConfig()
+        language = language_name(args.language) if args.language is not None else None
+        stemmer = args.stemmer or language or defaults.stemmer
+        stopwords: bool | str = not args.no_stopwords
+        if language is not None and stopwords and args.stemmer is not None:
+            stopwords = language if has_stopwords(language) else False  # apart from the stemmer
         bm25["analyzer"] = AnalyzerConfig(
-            stopwords=not args.no_stopwords,
-            stemmer=args.stemmer or defaults.stemmer,
+            stopwords=stopwords,
+            stemmer=stemmer,
             strip_accents=not args.keep_accents,
             cjk=args.cjk or defaults.cjk,
         )

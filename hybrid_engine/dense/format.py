@@ -224,6 +224,7 @@ def _codes(
     if kind is None:
         return None
     data, first, second = (arrays[name] for name in CODE_ARRAYS)
+    shapes: tuple[tuple[type[np.generic], tuple[int, ...]], ...]
     if kind == "int8":
         shapes = ((np.int8, (n_docs, dim)), (np.float32, (dim,)), (np.float32, (dim,)))
     else:

@@ -45,6 +45,17 @@ public:
 
     InvertedIndexArrays finish();
 
+    /// The terms indexed so far, by term id.
+    const StringTable& terms() const noexcept { return terms_; }
+
+    /// `finish` with every term `t` replaced by `targets[t]`, a term of `vocabulary`, or
+    /// dropped where `targets[t]` is -1: a document's frequency of a new term is the sum of
+    /// those of its old terms, its length counts only the terms kept. This is how a language
+    /// analyzer outside C++ stems and stops the words after indexing them
+    /// (hybrid_engine/lexical/term_map.py). Throws std::invalid_argument, leaving the builder
+    /// as it was, unless `targets` has one entry per term, each -1 or an id of `vocabulary`.
+    InvertedIndexArrays finish_mapped(const std::vector<int32_t>& targets, StringTable vocabulary);
+
 private:
     struct Shard;  // one thread's share of a batch
     void tokenize_shard(const std::vector<std::string>& texts, Shard& shard) const;
