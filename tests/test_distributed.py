@@ -383,3 +383,36 @@ def test_rss_mib_is_the_resident_memory_of_its_process(tmp_path: Path) -> None:
     assert 0 < before and after <= peak_mib + 1
     assert after - before >= 60
     del block
+
+
+def test_a_language_analyzer_reaches_every_shard(cluster: None, tmp_path: Path) -> None:
+    """``bm25_options={"analyzer": AnalyzerConfig(...)}`` (saved as its dict): two Spanish
+    shards score as one Spanish index, and the reopened index keeps the analyzer."""
+    from hybrid_engine import AnalyzerConfig
+
+    spanish = AnalyzerConfig.for_language("es")
+    docs = [
+        {"_id": f"d{i}", "text": text}
+        for i, text in enumerate(
+            [
+                "Los niños cantaban canciones en el patio de la escuela.",
+                "El niño buscó su canción favorita en internet.",
+                "El perro corre por el parque de la ciudad.",
+                "Las búsquedas de canciones infantiles crecen cada año.",
+            ]
+            * 5
+        )
+    ]
+    options = {"retrievers": ["bm25"], "bm25_options": {"analyzer": spanish}}
+    single = HybridIndex.build(docs, retrievers=["bm25"], bm25_options={"analyzer": spanish})
+    queries = ["buscar canciones", "los niños cantan"]
+    index = ShardedIndex.build(docs, tmp_path / "es", n_shards=2, build_options=options)
+    try:
+        _assert_same_hits(index.search(queries, 5), single.search(queries, 5))
+    finally:
+        index.close()
+    reopened = ShardedIndex.open(tmp_path / "es")
+    try:
+        _assert_same_hits(reopened.search(queries, 5), single.search(queries, 5))
+    finally:
+        reopened.close()

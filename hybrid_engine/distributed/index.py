@@ -31,6 +31,7 @@ from hybrid_engine.distributed.manifest import ShardedLayout
 from hybrid_engine.distributed.result import ShardedResult
 from hybrid_engine.distributed.search import SearchedShards, ShardedSearch
 from hybrid_engine.distributed.writes import ShardWrites
+from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.bi_encoder import Encoder
@@ -114,6 +115,8 @@ class ShardedIndex:
         build_options : dict, optional
             ``HybridIndex.build`` keywords for every shard (JSON values: ``retrievers``,
             ``bm25_options``, ``dense_options``, ``splade``...); models load in the actors.
+            A BM25 ``analyzer`` may be an ``AnalyzerConfig`` or the dict of its settings
+            (``{"stemmer": "spanish"}``).
         load_options : dict, optional
             ``HybridIndex.load`` keywords an actor reopens its shard with after a restart.
         actor_options : dict or sequence of dict, optional
@@ -144,6 +147,9 @@ class ShardedIndex:
         n_shards = check_int("n_shards", n_shards, 1)
         batch_size = check_int("batch_size", batch_size, 1)
         options = dict(build_options or {})
+        bm25 = options.get("bm25_options")
+        if isinstance(bm25, Mapping) and isinstance(bm25.get("analyzer"), AnalyzerConfig):
+            options["bm25_options"] = {**bm25, "analyzer": bm25["analyzer"].to_dict()}
         layout = ShardedLayout(n_shards, options)
         layout.write(root)
         actors = start_shards(root, n_shards, replicas, load_options, options, actor_options)

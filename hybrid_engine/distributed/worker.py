@@ -19,6 +19,7 @@ import numpy as np
 
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.distributed.partition import SEQ_FIELD
+from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.lexical.statistics import CollectionStats
 from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.metadata import Filter
@@ -298,8 +299,12 @@ class ShardWorker:
 def _with_models(options: Mapping[str, Any]) -> dict[str, Any]:
     """``HybridIndex.build`` keywords from a sharded index's JSON build options: ``encoder``
     and ``splade_encoder`` given as ``{"model": name or folder, "variant": ...}`` are loaded
-    here, in the actor."""
+    here, in the actor; a BM25 ``analyzer`` given as the dict of its settings becomes an
+    ``AnalyzerConfig``."""
     out = dict(options)
+    bm25 = out.get("bm25_options")
+    if isinstance(bm25, Mapping) and isinstance(bm25.get("analyzer"), Mapping):
+        out["bm25_options"] = {**bm25, "analyzer": AnalyzerConfig(**bm25["analyzer"])}
     for key, kind in (("encoder", Encoder), ("splade_encoder", SpladeEncoder)):
         spec = out.get(key)
         if spec is not None:
