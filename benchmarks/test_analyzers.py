@@ -4,7 +4,7 @@ For each language, ``analyzer_corpus.zipf_corpus`` draws texts of 60 of its word
 its Snowball vocabulary: all of it when ``SNOWBALL_DATA`` names a snowball-data checkout, else
 the 2,000-word test sample): 20,000 texts, and 200,000 in the ``scale`` lane. ``BM25Index.build``
 indexes them twice in the same run: with ``AnalyzerConfig(stemmer=language)`` (Snowball
-stemming and stopwords of each distinct word, ``lexical.term_map``, then the postings merged,
+stemming and stopwords of each distinct word, ``lexical.word_terms``, then the postings merged,
 ``IndexBuilder.finish_mapped``) and with the default English analyzer (all in C++). The ratio
 ``<language>_over_english`` is the median build time of the language's analyzer over the
 English one's. The language's extra work is per distinct word, so the ratio falls as a corpus

@@ -224,6 +224,43 @@ PYBIND11_MODULE(_core, m) {
         py::arg("doc_offsets").noconvert(), py::arg("terms").noconvert(),
         py::arg("impacts").noconvert(), py::arg("n_terms"));
 
+    // A growing vocabulary: the live engine's term ids shared across segments
+    // (hybrid_engine/live/statistics.py), a few bytes a term where a dict takes ~150.
+    py::class_<he::StringTable>(m, "StringTable")
+        .def(py::init<>())
+        .def("__len__", &he::StringTable::size)
+        .def(
+            "insert_arena",
+            [](he::StringTable& self, const ByteArray& bytes, const OffsetArray& offsets) {
+                const auto [arena, starts] = vocabulary_arrays(bytes, offsets);
+                const auto n = static_cast<std::size_t>(offsets.size() - 1);
+                if (starts[0] != 0 || starts[n] != static_cast<int64_t>(arena.size())) {
+                    throw py::value_error("offsets must run from 0 to the number of bytes");
+                }
+                for (std::size_t i = 0; i < n; ++i) {
+                    if (starts[i + 1] < starts[i]) throw py::value_error("offsets must not fall");
+                }
+                std::vector<int64_t> ids(n);
+                {
+                    py::gil_scoped_release release;
+                    for (std::size_t i = 0; i < n; ++i) {
+                        ids[i] = self.insert(
+                            arena.substr(static_cast<std::size_t>(starts[i]),
+                                         static_cast<std::size_t>(starts[i + 1] - starts[i])));
+                    }
+                }
+                return to_numpy(std::move(ids));
+            },
+            py::arg("bytes").noconvert(), py::arg("offsets").noconvert())
+        .def("keys", [](const he::StringTable& self) {
+            std::vector<std::string> out;
+            out.reserve(self.size());
+            for (std::size_t t = 0; t < self.size(); ++t) {
+                out.emplace_back(self.key(static_cast<int32_t>(t)));
+            }
+            return out;
+        });
+
     m.def(
         "vocab_slots",
         [](const ByteArray& vocab_bytes, const OffsetArray& vocab_offsets) {

@@ -23,7 +23,7 @@ from cli_process import cli, ok
 
 from hybrid_engine import Analyzer, AnalyzerConfig, BM25Index, HybridIndex, _core
 from hybrid_engine.lexical.languages import LANGUAGES, LUCENE_ENGLISH, language_name
-from hybrid_engine.lexical.term_map import TermMap
+from hybrid_engine.lexical.word_terms import WordTerms
 from hybrid_engine.packed import pack_utf8
 
 SAMPLES = Path(__file__).parent / "data" / "snowball"
@@ -48,11 +48,11 @@ def test_every_stemmer_but_three_has_a_published_sample() -> None:
 def test_stems_equal_the_published_snowball_output(stemmer: str) -> None:
     pairs = published(stemmer)
     words = [word for word, _ in pairs]
-    got = TermMap.of(stemmer, None, strip_accents=False).terms(words)
+    got = WordTerms.of(stemmer, None, strip_accents=False).terms(words)
     wrong = {w for (w, stem), g in zip(pairs, got, strict=True) if g != stem}
     assert wrong == KNOWN_DIFFERENCES.get(stemmer, set())
     python = snowballstemmer.stemmer(stemmer).stemWords(sorted(wrong))
-    assert python == TermMap.of(stemmer, None, strip_accents=False).terms(sorted(wrong))
+    assert python == WordTerms.of(stemmer, None, strip_accents=False).terms(sorted(wrong))
 
 
 @pytest.mark.parametrize("stemmer", ["arabic", "tamil", "sesotho"])
@@ -62,7 +62,7 @@ def test_stemmers_without_a_sample_equal_the_python_snowball(stemmer: str) -> No
         | stopwords_of(LANGUAGES[stemmer].stopwords)
     )
     expected = [stem or None for stem in snowballstemmer.stemmer(stemmer).stemWords(words)]
-    assert TermMap.of(stemmer, None, strip_accents=False).terms(words) == expected
+    assert WordTerms.of(stemmer, None, strip_accents=False).terms(words) == expected
 
 
 def stopwords_of(source: str | None) -> set[str]:
@@ -135,7 +135,7 @@ def test_language_names_codes_and_errors() -> None:
     assert AnalyzerConfig.for_language("pt").to_dict()["stemmer"] == "portuguese"
     with pytest.raises(ValueError, match="unknown language 'xx'; give a Snowball stemmer name"):
         AnalyzerConfig.for_language("xx")
-    assert not AnalyzerConfig().term_map() and AnalyzerConfig(stemmer="es").term_map()
+    assert not AnalyzerConfig().word_terms() and AnalyzerConfig(stemmer="es").word_terms()
 
 
 # --- BM25 over a language analyzer against the plain-numpy BM25 ---------------------------

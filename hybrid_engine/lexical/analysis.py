@@ -1,7 +1,7 @@
 """Analyzer settings and the public text analyzer.
 
 English (and no stemming) runs wholly in C++. Another language's stemmer or stopwords run on
-each distinct word the C++ splitter gives (``lexical.term_map``).
+each distinct word the C++ splitter gives (``lexical.word_terms``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from hybrid_engine import _core
 from hybrid_engine.lexical.languages import ENGLISH, LANGUAGES, has_stopwords, language_name
-from hybrid_engine.lexical.term_map import TermMap
+from hybrid_engine.lexical.word_terms import WordTerms
 
 
 @dataclass(frozen=True)
@@ -86,13 +86,13 @@ class AnalyzerConfig:
         stopwords)."""
         return self.stemmer in (ENGLISH, "none") and self.stopword_language in (ENGLISH, None)
 
-    def term_map(self) -> TermMap | None:
+    def word_terms(self) -> WordTerms | None:
         """What maps the C++ splitter's words to terms, None when the C++ analyzer does."""
         if self.native:
             return None
         language = self.stopword_language
         stemmer = None if self.stemmer == "none" else self.stemmer
-        return TermMap.of(stemmer, language, self.strip_accents, self.lowercase)
+        return WordTerms.of(stemmer, language, self.strip_accents, self.lowercase)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict, as recorded in a saved index's manifest."""
@@ -169,7 +169,7 @@ class Analyzer:
     def __init__(self, config: AnalyzerConfig | None = None) -> None:
         self.config = config if config is not None else AnalyzerConfig()
         self._core = _core.Analyzer(self.config.to_core())
-        self._terms = self.config.term_map()
+        self._terms = self.config.word_terms()
 
     def analyze(self, text: str) -> list[str]:
         """Terms of ``text`` in order, duplicates kept."""

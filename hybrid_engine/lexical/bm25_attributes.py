@@ -15,7 +15,7 @@ from hybrid_engine.lexical.bm25_scoring import bm25_searcher
 from hybrid_engine.lexical.postings import PostingsSearcher
 from hybrid_engine.lexical.postings_check import PostingsCheck
 from hybrid_engine.lexical.statistics import CollectionStats
-from hybrid_engine.lexical.term_map import MappedQueryEncoder
+from hybrid_engine.lexical.word_terms import MappedQueryEncoder
 from hybrid_engine.packed import PackedStrings
 
 
@@ -53,10 +53,10 @@ class BM25Attributes:
                 arrays["vocab_offsets"],
                 arrays["vocab_slots"],
             )
-            term_map = analyzer.term_map()
-            if term_map is not None:
+            word_terms = analyzer.word_terms()
+            if word_terms is not None:
                 core = _core.Analyzer(analyzer.to_core())
-                encoder = MappedQueryEncoder(core, term_map, encoder)
+                encoder = MappedQueryEncoder(core, word_terms, encoder)
         self._encoder = encoder
         doc_lengths = arrays["doc_lengths"]
         self._external_statistics = statistics is not None

@@ -10,7 +10,7 @@ from hybrid_engine import _core
 from hybrid_engine.checks import check_threads
 from hybrid_engine.corpus import DocIds, Document, iter_batches
 from hybrid_engine.lexical.analysis import AnalyzerConfig
-from hybrid_engine.lexical.term_map import TermMap
+from hybrid_engine.lexical.word_terms import WordTerms
 from hybrid_engine.packed import pack_utf8
 from hybrid_engine.progress import progress_bar
 
@@ -49,20 +49,20 @@ def index_corpus(
             bar.update(len(texts))
     if not ids:
         raise ValueError("the corpus is empty; give at least one document")
-    term_map = analyzer.term_map()
-    if term_map is None:
+    word_terms = analyzer.word_terms()
+    if word_terms is None:
         return builder.finish(), DocIds.from_list(ids)
-    return finish_mapped(builder, term_map), DocIds.from_list(ids)
+    return finish_mapped(builder, word_terms), DocIds.from_list(ids)
 
 
-def finish_mapped(builder: _core.IndexBuilder, term_map: TermMap) -> dict[str, np.ndarray]:
-    """The builder's index with each of its words mapped to its term by ``term_map``
+def finish_mapped(builder: _core.IndexBuilder, word_terms: WordTerms) -> dict[str, np.ndarray]:
+    """The builder's index with each of its words mapped to its term by ``word_terms``
     (``IndexBuilder.finish_mapped`` merges the frequencies of words of one term and drops
     the stopwords); term ids follow the first word of each term."""
     terms: dict[str, int] = {}
     targets = np.array(
         [-1 if term is None else terms.setdefault(term, len(terms))
-         for term in term_map.terms(builder.terms())],
+         for term in word_terms.terms(builder.terms())],
         dtype=np.int32,
     )  # fmt: skip
     vocab_bytes, vocab_offsets = pack_utf8(list(terms))

@@ -15,42 +15,35 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hybrid_engine import _core
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.lexical.statistics import CollectionStats
-
-_DECODED_AT_ONCE = 4_096
-"""Terms of a vocabulary decoded per ``PackedStrings.take`` by ``TermMap.map``."""
 
 
 class TermMap:
     """Engine-wide term ids: each segment's term ids mapped to one shared vocabulary.
 
     Grows as segments are added (their new terms get new ids); never shrinks (a term whose
-    documents are all gone keeps its id with a live count of 0).
+    documents are all gone keeps its id with a live count of 0). The vocabulary is a C++
+    ``StringTable``: its terms back to back and a hash table, about 30 bytes a term.
     """
 
     def __init__(self) -> None:
-        self._ids: dict[str, int] = {}
+        self._table = _core.StringTable()
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._table)
 
     @property
     def terms(self) -> list[str]:
         """Every term, by shared id."""
-        return list(self._ids)
+        return self._table.keys()
 
     def map(self, index: BM25Index) -> np.ndarray:
         """int64 ``(index.num_terms,)``: the shared id of each of ``index``'s terms (new
         terms get new ids)."""
-        ids = self._ids
-        terms, n = index.terms, index.num_terms
-        out = np.empty(n, dtype=np.int64)
-        for lo in range(0, n, _DECODED_AT_ONCE):  # decoded a chunk at a time: small temporaries
-            chunk = terms.take(np.arange(lo, min(n, lo + _DECODED_AT_ONCE)))
-            for local, term in enumerate(chunk, lo):
-                out[local] = ids.setdefault(term, len(ids))
-        return out
+        arrays = index.terms.arrays("vocab")
+        return self._table.insert_arena(arrays["vocab_bytes"], arrays["vocab_offsets"])
 
 
 def live_counts(

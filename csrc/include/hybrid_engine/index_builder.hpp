@@ -52,7 +52,7 @@ public:
     /// dropped where `targets[t]` is -1: a document's frequency of a new term is the sum of
     /// those of its old terms, its length counts only the terms kept. This is how a language
     /// analyzer outside C++ stems and stops the words after indexing them
-    /// (hybrid_engine/lexical/term_map.py). Throws std::invalid_argument, leaving the builder
+    /// (hybrid_engine/lexical/word_terms.py). Throws std::invalid_argument, leaving the builder
     /// as it was, unless `targets` has one entry per term, each -1 or an id of `vocabulary`.
     InvertedIndexArrays finish_mapped(const std::vector<int32_t>& targets, StringTable vocabulary);
 

@@ -19,10 +19,10 @@ import numpy as np
 from hybrid_engine.lexical.languages import LANGUAGES, fold, stopword_list
 
 CACHE_LIMIT = 1 << 20
-"""Distinct query words a ``TermMap`` remembers; the cache starts over past it."""
+"""Distinct query words a ``WordTerms`` remembers; the cache starts over past it."""
 
 
-class TermMap:
+class WordTerms:
     """The index term of each word, or None for a dropped one (a stopword, or a word its
     stemmer reduces to nothing, such as Arabic's tatweel).
 
@@ -68,7 +68,7 @@ class TermMap:
         stopwords: str | None,
         strip_accents: bool,
         lowercase: bool = True,
-    ) -> TermMap:
+    ) -> WordTerms:
         """The map of a stemmer and the stopwords of a language (Snowball names; None for
         none)."""
         words = stopword_list(stopwords) if stopwords is not None else frozenset()
@@ -110,15 +110,15 @@ def _nfc(word: str) -> str:
 
 class MappedQueryEncoder:
     """Queries to term ids and weights, as ``_core.QueryEncoder`` gives them, for an index of
-    mapped terms: the C++ analyzer's words, mapped by ``term_map``, looked up by ``lookup``
+    mapped terms: the C++ analyzer's words, mapped by ``word_terms``, looked up by ``lookup``
     (the C++ encoder over the index's vocabulary of terms).
 
     Thread-safe.
     """
 
-    def __init__(self, analyzer: Any, term_map: TermMap, lookup: Any) -> None:
+    def __init__(self, analyzer: Any, word_terms: WordTerms, lookup: Any) -> None:
         self._analyzer = analyzer
-        self._terms = term_map
+        self._terms = word_terms
         self._lookup = lookup
 
     def encode(self, queries: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
