@@ -11,7 +11,7 @@ from bm25_checks import compare_with_oracle, oracle_for
 from test_bm25_oracle import K_PATHS, METHODS, SYNTH, SYNTH_QUERIES
 
 from hybrid_engine import BM25Index, SearchResult
-from hybrid_engine.lexical import Analyzer, CollectionStats
+from hybrid_engine.lexical import Analyzer, AnalyzerConfig, CollectionStats
 
 A, B, C = SYNTH[:250], SYNTH[250:400], SYNTH[400:]
 
@@ -203,3 +203,25 @@ def test_terms_and_doc_lengths() -> None:
     with pytest.raises(ValueError, match="read-only"):
         lengths[0] = 5
     assert index.avg_doc_length == sum(map(len, tokens)) / len(docs)
+
+
+def test_the_live_term_map_gives_the_ids_a_dict_would() -> None:
+    """``live.statistics.TermMap`` (a C++ string table) against a dict filled in the same
+    order: the same shared ids, terms and size, over segments that share some terms."""
+    from hybrid_engine import _core
+    from hybrid_engine.live.statistics import TermMap
+
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(500)] + ["café", "東京", "ñandú"]
+    table, oracle = TermMap(), {}
+    for _ in range(4):
+        texts = [" ".join(rng.choice(words, size=8)) for _ in range(50)]
+        index = BM25Index.build(texts, analyzer=AnalyzerConfig(stemmer="none", strip_accents=False))
+        expected = [oracle.setdefault(term, len(oracle)) for term in index.terms]
+        assert table.map(index).tolist() == expected
+    assert table.terms == list(oracle) and len(table) == len(oracle)
+    raw = _core.StringTable()
+    with pytest.raises(ValueError, match="offsets must run from 0 to the number of bytes"):
+        raw.insert_arena(np.frombuffer(b"abc", np.uint8), np.array([0, 2], np.int64))
+    with pytest.raises(ValueError, match="offsets must not fall"):
+        raw.insert_arena(np.frombuffer(b"abc", np.uint8), np.array([0, 2, 1, 3], np.int64))
