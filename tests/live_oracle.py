@@ -10,6 +10,7 @@ from dense_oracle import HashingEncoder
 from sparse_oracle import HashingSparseEncoder
 
 from hybrid_engine import BM25Index, DenseIndex, SpladeIndex
+from hybrid_engine.corpus import document_text
 from hybrid_engine.pipeline.engine import HybridIndex
 
 WORDS = (
@@ -110,11 +111,33 @@ def assert_hybrid_equals_fresh(engine: HybridIndex, queries: Sequence[str] = QUE
     np.testing.assert_allclose(got.scores, expected.scores, rtol=1e-5)
 
 
-def new_engine(docs: Sequence[dict[str, Any]], splade: bool = False) -> HybridIndex:
+def assert_dense_hits_live_and_exact(engine: HybridIndex, queries: Sequence[str] = QUERIES) -> None:
+    """The dense leg (whatever its graph and codes): every hit is a live document and its
+    score the exact float32 inner product of the query's and the document's vectors (the
+    candidates are rescored), best first."""
+    snapshot = engine._state.snapshot
+    docs = {d["_id"]: d for d in live_documents(engine)}
+    encoder = HashingEncoder()
+    got = snapshot.search_dense(encoder.encode(list(queries)), 10, 1, list(snapshot.live))
+    for q, row in enumerate(got.ids):
+        hits = [snapshot.doc_ids[int(i)] for i in row if i >= 0]
+        assert set(hits) <= set(docs) and len(hits) == min(10, len(docs))
+        vectors = encoder.encode([document_text(docs[h], 0)[0] for h in hits])
+        exact = vectors @ encoder.encode([queries[q]])[0]
+        np.testing.assert_allclose(got.scores[q][: len(hits)], exact, rtol=1e-5, atol=1e-6)
+        assert (np.diff(got.scores[q][: len(hits)]) <= 0).all()
+
+
+def new_engine(
+    docs: Sequence[dict[str, Any]],
+    splade: bool = False,
+    dense_options: dict[str, Any] | None = None,
+) -> HybridIndex:
     retrievers = ("bm25", "dense", "splade") if splade else ("bm25", "dense")
     return HybridIndex.build(
         docs,
         retrievers=retrievers,
         encoder=HashingEncoder(),
         splade_encoder=HashingSparseEncoder() if splade else None,
+        dense_options=dense_options,
     )

@@ -24,7 +24,13 @@ import crash_worker
 import pytest
 from crash_worker import journal_record, kill_after, kill_count, since_parent
 from dense_oracle import HashingEncoder
-from live_oracle import assert_bm25_equals_fresh, document, live_documents, new_engine
+from live_oracle import (
+    assert_bm25_equals_fresh,
+    assert_dense_hits_live_and_exact,
+    document,
+    live_documents,
+    new_engine,
+)
 
 from hybrid_engine.live import commits as commits_module
 from hybrid_engine.live import layout
@@ -51,12 +57,20 @@ def _expected(records: list[dict]) -> tuple[list[str] | None, list[str]]:
 
 
 @pytest.mark.slow  # ~200 forks and reopens
+@pytest.mark.parametrize(
+    "dense_options",
+    [
+        None,  # the default: int8 codes, each segment this small searched exactly
+        # Every segment a graph, walked on binary codes and rescored (issue 25).
+        pytest.param({"exact_threshold": 0, "quantization": "binary"}, id="binary-graph"),
+    ],
+)
 def test_kill_minus_9_loses_nothing_committed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dense_options: dict | None
 ) -> None:
     context = crash_worker.forkserver(monkeypatch)
     index = tmp_path / "live"
-    initial = new_engine([document(i) for i in range(20)])
+    initial = new_engine([document(i) for i in range(20)], dense_options=dense_options)
     initial.save(index)
     initial.close()
     journal = tmp_path / "journal.jsonl"
@@ -74,6 +88,7 @@ def test_kill_minus_9_loses_nothing_committed(
         assert ids == done or ids == pending, f"kill {kill}: reopened a state never committed"
         if kill % FULL_CHECKS_EVERY == 0:
             assert_bm25_equals_fresh(engine)
+            assert_dense_hits_live_and_exact(engine)
         # What the kill left (files no commit point names): the reopen removed it.
         left = unreferenced(index)
         assert left == [], f"kill {kill}: the reopen left {left}"
