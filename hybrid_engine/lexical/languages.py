@@ -141,7 +141,8 @@ def _folded(char: str) -> str:
         return ""
     if not unicodedata.name(char, "").startswith(_FOLDED_SCRIPTS):
         return char
-    return "".join(c for c in unicodedata.normalize("NFD", char) if not unicodedata.combining(c))
+    base = "".join(c for c in unicodedata.normalize("NFD", char) if not unicodedata.combining(c))
+    return base if len(base) == 1 else char  # never longer: U+0149 decomposes to two letters
 
 
 @cache

@@ -29,7 +29,7 @@ def analyzers() -> list[Analyzer]:
     out = []
     for cjk, stemmer, lowercase, accents, stopwords, (low, high) in itertools.product(
         ("unigram", "bigram"),
-        ("english", "none"),
+        ("english", "none", "spanish", "turkish", "russian", "arabic"),
         (True, False),
         (True, False),
         (True, False),
