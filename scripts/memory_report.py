@@ -146,9 +146,11 @@ def build_segments(args: argparse.Namespace) -> dict[str, Any]:
     ``args.segment_size`` documents per segment, one commit each (the merge policy merges past
     ten segments: 10M in 1M segments stays ten), the engine
     reopened with ``mmap="cold"`` before each: what one segment's build holds (its texts,
-    its vectors, hnswlib's graph) bounds the memory, not the corpus. Reports the build's
-    wall time, peak RSS, bytes on disk per component and the dense leg's recall@10 (its
-    segments searched and merged, as a search does) against the corpus's exact top 10."""
+    its vectors, hnswlib's graph) bounds the memory, not the corpus. An existing ``--index``
+    is taken up where its last commit stopped (the wall time is then this run's). Reports
+    the build's wall time, peak RSS, bytes on disk per component and the dense leg's
+    recall@10 (its segments searched and merged, as a search does) against the corpus's
+    exact top 10."""
     from itertools import islice
 
     from scale_corpus import derived
@@ -158,9 +160,14 @@ def build_segments(args: argparse.Namespace) -> dict[str, Any]:
     corpus = derived(args.derived)
     documents = corpus.documents()
     options = {**_quantization(args), "ef_construction": args.ef_construction}
+    done = 0
+    if args.index.exists():  # a build stopped between two commits goes on from the last one
+        with HybridIndex.load(args.index, mmap="cold") as engine:
+            done = len(engine)
+        documents = islice(documents, done, None)
     start = time.perf_counter()
     steps = []
-    for lo in range(0, corpus.n, args.segment_size):
+    for lo in range(done, corpus.n, args.segment_size):
         hi = min(lo + args.segment_size, corpus.n)
         chunk = list(islice(documents, hi - lo))
         given = GivenVectors(corpus.vectors[lo:hi])
