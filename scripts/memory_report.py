@@ -313,6 +313,7 @@ def measure_one(args: argparse.Namespace) -> dict[str, Any]:
         "mapped_per_document_after_queries": {
             k: round(v / n, 1) for k, v in sorted(mapped_after.items())
         },
+        "peak_rss_MiB": round(after["VmHWM"], 1),
         "queries": len(times),
         "hybrid_p50_ms": round(float(np.percentile(times, 50)), 2),
         "hybrid_p95_ms": round(float(np.percentile(times, 95)), 2),

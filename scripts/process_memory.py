@@ -12,12 +12,12 @@ from typing import Any
 
 
 def memory() -> dict[str, float]:
-    """This process's ``VmRSS`` and its file-backed and anonymous parts (``RssFile``,
-    ``RssAnon``), MiB."""
+    """This process's ``VmRSS``, its file-backed and anonymous parts (``RssFile``,
+    ``RssAnon``) and its peak so far (``VmHWM``), MiB."""
     fields = {}
     for line in Path("/proc/self/status").read_text().splitlines():
         key, _, value = line.partition(":")
-        if key in ("VmRSS", "RssFile", "RssAnon"):
+        if key in ("VmRSS", "RssFile", "RssAnon", "VmHWM"):
             fields[key] = int(value.split()[0]) / 1024
     return fields
 
