@@ -20,6 +20,7 @@ from hybrid_engine.lexical.languages import LANGUAGES, fold, stopword_list
 
 CACHE_LIMIT = 1 << 20
 """Distinct query words a ``WordTerms`` remembers; the cache starts over past it."""
+_ABSENT = object()
 
 
 class WordTerms:
@@ -82,13 +83,17 @@ class WordTerms:
     def cached_terms(self, words: Sequence[str]) -> list[str | None]:
         """``terms``, remembering each distinct word (queries)."""
         cache = self._cache
-        missing = [w for w in dict.fromkeys(words) if w not in cache]
+        # Read into a local dict first: another thread may clear the cache meanwhile.
+        known = {w: cache.get(w, _ABSENT) for w in words}
+        missing = [w for w, term in known.items() if term is _ABSENT]
         if missing:
             with self._lock:
                 if len(cache) + len(missing) > CACHE_LIMIT:
                     cache.clear()
-                cache.update(zip(missing, self._map(missing), strict=True))
-        return [cache[w] for w in words]
+                mapped = dict(zip(missing, self._map(missing), strict=True))
+                cache.update(mapped)
+            known.update(mapped)
+        return [known[w] for w in words]  # type: ignore[misc]
 
     def _map(self, words: Sequence[str]) -> list[str | None]:
         words = [w if unicodedata.is_normalized("NFC", w) else _nfc(w) for w in words]
