@@ -12,7 +12,13 @@ from hybrid_engine.results import SparseVectors
 
 
 class TextEncoder(Protocol):
-    """What ``DenseIndex`` and ``EmbeddingCache`` need from a text encoder (``Encoder`` is one)."""
+    """What ``DenseIndex`` and ``EmbeddingCache`` need from a text encoder (``Encoder`` is one).
+
+    An encoder that embeds queries and documents differently (with prefixes or instructions)
+    also has ``encode_query`` and ``encode_document`` of ``encode``'s signature, the names
+    of sentence-transformers 5; the engine then embeds queries and documents with them
+    (``dense.encoding.sided``), and ``model_hash`` must identify the prefixes too.
+    """
 
     @property
     def dim(self) -> int:

@@ -5,7 +5,7 @@ Writes, from the corpus in ``corpus.json`` (kept as it is) and fixed seeds:
 - ``tiny-bert-source/``: a sentence-transformers folder of a 2-layer BERT with random weights
   (numpy ``default_rng(0)``, saved as safetensors) and a WordPiece tokenizer over the corpus's
   words; the source the model folder is exported from;
-- ``models/tiny-bert/``: that model prepared by ``prepare_bi_encoder`` (format
+- ``models/tiny-bert/``: that model prepared by ``prepare_encoder`` (format
   ``hybrid_engine.model``), the project's own export path;
 - ``bm25/``, ``dense/`` (the tiny model's vectors, a graph walked on int8 codes),
   ``splade/`` (``tests/sparse_oracle``'s hashing encoder): the three leg formats;
@@ -230,7 +230,7 @@ def _entries(commit: str) -> dict[str, dict[str, Any]]:
             "format": "hybrid_engine.model",
             "format_version": MODEL,
             "commit": commit,
-            "made_by": f"{made}: prepare_bi_encoder(tiny-bert-source)",
+            "made_by": f"{made}: prepare_encoder(tiny-bert-source)",
         },
         "bm25": {"format": "hybrid_engine.bm25", "format_version": BM25, "commit": commit},
         "dense": {"format": "hybrid_engine.dense", "format_version": DENSE, "commit": commit},
@@ -277,10 +277,10 @@ def main(argv: list[str] | None = None) -> int:
         if "segment" in args.only:
             make_segment(corpus)
     else:
-        from hybrid_engine.models.export.bi_encoder import prepare_bi_encoder
+        from hybrid_engine.models.export.bi_encoder import prepare_encoder
 
         make_source(FIXTURES / "tiny-bert-source", corpus)
-        prepare_bi_encoder(
+        prepare_encoder(
             FIXTURES / "tiny-bert-source",
             FIXTURES / "models" / MODEL_NAME,
             name=MODEL_NAME,

@@ -28,6 +28,7 @@ SLOW = {
     "feedback.md",
     "fusion.md",
     "generation.md",  # the local generator
+    "models.md",  # a bi-encoder export (PyTorch)
     "pick.md",
     "reranking.md",  # a cross-encoder export (PyTorch)
     "scaling.md",  # Ray

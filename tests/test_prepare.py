@@ -16,6 +16,7 @@ from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.models.export import bi_encoder as prepare
 from hybrid_engine.models.export import splade as prepare_splade
 from hybrid_engine.models.export.common import Int8DroppedWarning
+from hybrid_engine.models.export.encoder_source import EncoderSettings, read_settings
 
 
 def _st_folder(root: Path, pooling: dict, modules: list[str]) -> Path:
@@ -24,32 +25,69 @@ def _st_folder(root: Path, pooling: dict, modules: list[str]) -> Path:
     (root / "modules.json").write_text(
         json.dumps([{"type": f"sentence_transformers.models.{m}"} for m in modules])
     )
-    (root / "config.json").write_text(json.dumps({"hidden_size": 384, "num_attention_heads": 12}))
+    config = {"model_type": "bert", "hidden_size": 384, "num_attention_heads": 12}
+    (root / "config.json").write_text(json.dumps(config))
     (root / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 256}))
     return root
 
 
-def test_source_settings_read_the_sentence_transformers_configs(tmp_path: Path) -> None:
+def test_settings_read_the_sentence_transformers_configs(tmp_path: Path) -> None:
     folder = _st_folder(
         tmp_path, {"pooling_mode_mean_tokens": True}, ["Transformer", "Pooling", "Normalize"]
     )
-    assert prepare._source_settings(folder) == {
-        "max_length": 256,
-        "pooling": "mean",
-        "normalize": True,
-        "dim": 384,
-        "num_heads": 12,
-    }
-
-
-def test_cls_pooling_is_refused(tmp_path: Path) -> None:
-    folder = _st_folder(
-        tmp_path,
-        {"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True},
-        ["Transformer", "Pooling"],
+    (folder / "config_sentence_transformers.json").write_text(
+        # sentence-transformers 5 adds the empty "document" prompt to e5's when it saves it
+        json.dumps({"prompts": {"query": "query: ", "document": "", "passage": "passage: "}})
     )
-    with pytest.raises(HybridEngineError, match="not a mean-pooled"):
-        prepare._source_settings(folder)
+    assert read_settings(folder) == EncoderSettings(
+        max_length=256,
+        pooling="mean",
+        normalize=True,
+        query_prefix="query: ",
+        document_prefix="passage: ",
+        dim=384,
+        model_type="bert",
+    )
+    given = read_settings(folder, pooling="cls", normalize=False, query_prefix="", max_length=32)
+    assert (given.pooling, given.normalize, given.query_prefix, given.max_length) == (
+        "cls",
+        False,
+        "",
+        32,
+    )
+    with pytest.raises(HybridEngineError, match="outside what"):
+        read_settings(folder, max_length=513)
+
+
+@pytest.mark.parametrize(
+    ("pooling", "modules", "problem"),
+    [
+        ({"pooling_mode_max_tokens": True}, ["Transformer", "Pooling"], "by 'max'"),
+        ({"pooling_mode": "weightedmean"}, ["Transformer", "Pooling"], "by 'weightedmean'"),
+        (
+            {"pooling_mode_mean_tokens": True, "pooling_mode_cls_token": True},
+            ["Transformer", "Pooling"],
+            "names .* pooling modes",
+        ),
+        ({"pooling_mode": "mean"}, ["Transformer", "Pooling", "Dense"], "Dense projection"),
+    ],
+)
+def test_settings_refuse_what_the_engine_does_not_run(
+    tmp_path: Path, pooling: dict, modules: list[str], problem: str
+) -> None:
+    with pytest.raises(HybridEngineError, match=problem):
+        read_settings(_st_folder(tmp_path, pooling, modules))
+
+
+def test_a_plain_hugging_face_folder_needs_its_pooling_named(tmp_path: Path) -> None:
+    folder = _st_folder(tmp_path, {"pooling_mode": "mean"}, ["Transformer", "Pooling"])
+    (folder / "modules.json").unlink()
+    with pytest.raises(HybridEngineError, match=r"no modules.json.*--pooling"):
+        read_settings(folder)
+    assert read_settings(folder, pooling="lasttoken").pooling == "lasttoken"
+    (folder / "config.json").unlink()
+    with pytest.raises(HybridEngineError, match=r"has no config\.json"):
+        read_settings(folder)
 
 
 def test_missing_export_extra_names_the_install(monkeypatch, tmp_path: Path) -> None:

@@ -200,7 +200,8 @@ def _st_folder(root: Path, weights: tuple[str, ...]) -> Path:
     (root / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_mean_tokens": True}))
     modules = [{"type": f"sentence_transformers.models.{m}"} for m in ("Transformer", "Pooling")]
     (root / "modules.json").write_text(json.dumps(modules))
-    (root / "config.json").write_text(json.dumps({"hidden_size": 8, "num_attention_heads": 2}))
+    config = {"model_type": "bert", "hidden_size": 8, "num_attention_heads": 2}
+    (root / "config.json").write_text(json.dumps(config))
     (root / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 16}))
     for name in weights:
         (root / name).write_bytes(f"the bytes of {name}".encode())
@@ -231,10 +232,10 @@ def test_a_folder_without_weights_is_refused(tmp_path: Path) -> None:
         source_weights(_st_folder(tmp_path / "st", ()), allow_pickle_weights=True)
 
 
-def test_prepare_bi_encoder_refuses_pickled_weights_before_exporting(tmp_path: Path) -> None:
+def test_prepare_encoder_refuses_pickled_weights_before_exporting(tmp_path: Path) -> None:
     folder = _st_folder(tmp_path / "st", ("pytorch_model.bin",))
     with pytest.raises(HybridEngineError, match="only pickled weights"):
-        bi_encoder.prepare_bi_encoder(folder, tmp_path / "out", name="x")
+        bi_encoder.prepare_encoder(folder, tmp_path / "out", name="x")
     assert not (tmp_path / "out").exists()
 
 

@@ -17,7 +17,9 @@ import pytest
 
 from hybrid_engine.cli import main
 from hybrid_engine.errors import HybridEngineError
+from hybrid_engine.evaluation.datasets import load_beir
 from hybrid_engine.evaluation.encoder_gate import encoder_verdict
+from hybrid_engine.evaluation.runner import documents_with_text
 from hybrid_engine.training.data import Pair
 from hybrid_engine.training.encoder_data import (
     distinct_batches,
@@ -246,8 +248,10 @@ def _independent_ndcg(dataset_dir: Path, model, validation_ids: list[str]) -> fl
 
     dataset = load_beir(dataset_dir, "train")
     docs = documents_with_text(dataset)
-    vectors = model.encode([document_text(d, i)[0] for i, d in enumerate(docs)])
-    queries = model.encode([dataset.queries[q] for q in validation_ids])
+    encode_document = getattr(model, "encode_document", model.encode)
+    encode_query = getattr(model, "encode_query", model.encode)
+    vectors = encode_document([document_text(d, i)[0] for i, d in enumerate(docs)])
+    queries = encode_query([dataset.queries[q] for q in validation_ids])
     scores = queries @ vectors.T
     run = {
         q: {docs[j]["_id"]: float(scores[i, j]) for j in np.argsort(-scores[i])[:10]}
@@ -328,10 +332,56 @@ def test_train_prepare_gate_and_refuse_a_bad_training(
     assert bad["validation"]["tuned"] < bad["validation"]["base"]
 
 
+def test_train_from_a_prepared_encoder_keeps_its_pooling_and_prefixes(
+    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tiny_encoders import tiny_encoder
+
+    from hybrid_engine.models import Encoder, RefusedModelWarning
+    from hybrid_engine.models.export.bi_encoder import prepare_encoder
+    from hybrid_engine.training.data import positives, split_queries
+    from hybrid_engine.training.encoder_loop import EncoderSettings
+    from hybrid_engine.training.encoder_trainer import train_encoder
+
+    monkeypatch.setenv("HYBRID_ENGINE_CACHE", str(tmp_path / "embedding-cache"))
+    prompts = {"query": "query: ", "passage": "passage: "}
+    source = tiny_encoder(tmp_path / "tiny-e5", "bert", pooling="cls", prompts=prompts)
+    base = prepare_encoder(source, tmp_path / "models" / "tiny-e5", int8=False)
+    dataset = _slice(shared_data, tmp_path / "scifact", n_queries=40, n_docs=200)
+    prepared = train_encoder(
+        dataset,
+        tmp_path / "tuned",
+        base=base,
+        settings=EncoderSettings(max_seq_length=64, batch_size=8, lr=1e-4),
+        prepared_output=tmp_path / "models" / "tuned",
+        int8=False,
+        force=True,  # prepared whatever the verdict: its settings are what is checked
+        show_progress=False,
+        log=lambda message: None,
+    )
+    manifest = json.loads((prepared / "manifest.json").read_text())
+    assert manifest["pooling"] == "cls" and manifest["normalize"] is True
+    assert manifest["prefixes"] == {"query": "query: ", "document": "passage: "}
+    record = manifest["training"]
+    assert record["base_model"] == {"name": "tiny-e5", "path": str(base), "source": str(source)}
+    loaded = load_beir(dataset, "train")
+    doc_ids = [d["_id"] for d in documents_with_text(loaded)]
+    judged = positives(loaded.qrels, list(loaded.queries), doc_ids)
+    _, held_out = split_queries(list(judged), 0.2, 0)
+    # The gate compared with the base model, prefixes applied: recomputed independently.
+    expected = _independent_ndcg(dataset, Encoder.load(base, variant="fp32"), held_out)
+    assert record["validation"]["base"] == pytest.approx(expected, abs=1e-4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RefusedModelWarning)
+        tuned = Encoder.load(prepared, variant="fp32")
+    assert tuned.query_prefix == "query: " and tuned.document_prefix == "passage: "
+
+
 def test_export_reads_the_sentence_transformers_5_layout(tmp_path: Path) -> None:
     # How sentence-transformers 5 saves a fine-tuned model: the pooling mode by name and
     # max_seq_length as the tokenizer's model_max_length.
     from hybrid_engine.models.export import bi_encoder as prepare
+    from hybrid_engine.models.export.encoder_source import read_settings
 
     modules = ["Transformer", "Pooling", "Normalize"]
     (tmp_path / "1_Pooling").mkdir()
@@ -340,15 +390,15 @@ def test_export_reads_the_sentence_transformers_5_layout(tmp_path: Path) -> None
     (tmp_path / "sentence_bert_config.json").write_text(json.dumps({"transformer_task": "x"}))
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 128}))
     (tmp_path / "config.json").write_text(
-        json.dumps({"hidden_size": 384, "num_attention_heads": 12})
+        json.dumps({"model_type": "bert", "hidden_size": 384, "num_attention_heads": 12})
     )
-    assert prepare._source_settings(tmp_path) == {
-        "max_length": 128,
-        "pooling": "mean",
-        "normalize": True,
-        "dim": 384,
-        "num_heads": 12,
-    }
-    with pytest.raises(HybridEngineError, match="not a sentence-transformers folder"):
-        prepare.prepare_bi_encoder(tmp_path / "1_Pooling", tmp_path / "out", name="x")
+    settings = read_settings(tmp_path)
+    assert (settings.max_length, settings.pooling, settings.normalize, settings.dim) == (
+        128,
+        "mean",
+        True,
+        384,
+    )
+    with pytest.raises(HybridEngineError, match="transformers cannot read"):
+        prepare.prepare_encoder(tmp_path / "1_Pooling", tmp_path / "out", name="x")
     assert not (tmp_path / "out").exists()

@@ -42,6 +42,12 @@ def add_parser(subparsers: Any) -> None:
         default=DEFAULT_METHOD,
         help=f"fusion method of hybrid, hybrid3 and rerank (default: {DEFAULT_METHOD})",
     )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="bi-encoder of the configurations with a dense leg: a prepared folder or its name "
+        f"in {models_dir()} (`models prepare-encoder`; default: the shipped all-MiniLM-L6-v2)",
+    )
     p.add_argument("--split", default="test")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
@@ -89,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         rerank_max_length=args.rerank_max_length,
         generator_name=args.generator,
         fusion=args.fusion,
+        model=args.model,
     )
     if "rerank" in names:
         load_reranker(options)  # a missing or wrong model fails before any indexing

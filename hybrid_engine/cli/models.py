@@ -1,5 +1,5 @@
-"""``hybrid-engine models prepare | prepare-reranker | info``: prepare and inspect the ONNX
-models."""
+"""``hybrid-engine models prepare | prepare-encoder | prepare-reranker | info``: prepare and
+inspect the ONNX models."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from hybrid_engine.models.store import (
     BI_ENCODER,
+    BI_ENCODER_POOLINGS,
     SPLADE,
     SPLADE_MODEL,
     ModelInfo,
@@ -38,18 +39,60 @@ def add_parser(subparsers: Any) -> None:
     )
     _add_preparation_flags(p)
     p = models.add_parser(
+        "prepare-encoder",
+        help="export a local bi-encoder folder (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, MPNet) "
+        "to ONNX, checked against sentence-transformers (needs the export extra)",
+    )
+    p.add_argument(
+        "source", help="local sentence-transformers or Hugging Face folder of the encoder"
+    )
+    _add_name_option(p)
+    p.add_argument(
+        "--pooling",
+        choices=BI_ENCODER_POOLINGS,
+        default=None,
+        help="pooling of the token states (default: the folder's 1_Pooling; required for a "
+        "plain Hugging Face folder)",
+    )
+    normalize = p.add_mutually_exclusive_group()
+    normalize.add_argument(
+        "--normalize",
+        dest="normalize",
+        action="store_const",
+        const=True,
+        default=None,
+        help="L2-normalise the vectors (default: as the folder says; yes without modules.json)",
+    )
+    normalize.add_argument("--no-normalize", dest="normalize", action="store_const", const=False)
+    p.add_argument(
+        "--max-length",
+        type=int,
+        default=None,
+        help="tokens kept per text, prefix included (default: the folder's max_seq_length)",
+    )
+    p.add_argument(
+        "--query-prefix",
+        default=None,
+        help="prepended to every query, e.g. 'query: ' for e5 (default: the folder's "
+        "config_sentence_transformers.json prompts['query'], else none)",
+    )
+    p.add_argument(
+        "--document-prefix",
+        default=None,
+        help="prepended to every document, e.g. 'passage: ' for e5 (default: the folder's "
+        "prompts['document'|'passage'|'corpus'], else none)",
+    )
+    _add_preparation_flags(p)
+    p = models.add_parser(
         "prepare-reranker",
-        help="export a local BERT-style cross-encoder folder to ONNX (needs the export extra)",
+        help="export a local cross-encoder folder (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, MPNet) "
+        "to ONNX (needs the export extra)",
     )
     p.add_argument(
         "source",
-        help="local Hugging Face folder of a BertForSequenceClassification with one label",
+        help="local Hugging Face folder of a ...ForSequenceClassification with one label",
     )
-    p.add_argument(
-        "--name",
-        default=None,
-        help=f"model name, the folder under {models_dir()} (default: the source folder's name)",
-    )
+    _add_name_option(p)
     _add_preparation_flags(p)
     p = models.add_parser("info", help="print prepared models' manifests (files checked)")
     p.add_argument(
@@ -59,7 +102,12 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``models`` subcommand that ``args.models_command`` names."""
-    subcommands = {"prepare": _prepare, "prepare-reranker": _prepare_reranker, "info": _info}
+    subcommands = {
+        "prepare": _prepare,
+        "prepare-encoder": _prepare_encoder,
+        "prepare-reranker": _prepare_reranker,
+        "info": _info,
+    }
     return subcommands[args.models_command](args)
 
 
@@ -77,6 +125,28 @@ def _prepare(args: argparse.Namespace) -> int:
         allow_pickle_weights=args.allow_pickle_weights,
     )
     prepare_splade(args.splade_output, int8=not args.no_int8, force=args.force, log=log)
+    return 0
+
+
+def _prepare_encoder(args: argparse.Namespace) -> int:
+    # needs the export extra, only here
+    from hybrid_engine.models.export.bi_encoder import prepare_encoder
+
+    log = (lambda message: None) if args.quiet else print
+    path = prepare_encoder(
+        args.source,
+        name=args.name,
+        pooling=args.pooling,
+        normalize=args.normalize,
+        max_length=args.max_length,
+        query_prefix=args.query_prefix,
+        document_prefix=args.document_prefix,
+        int8=not args.no_int8,
+        force=args.force,
+        log=log,
+        allow_pickle_weights=args.allow_pickle_weights,
+    )
+    log(f"prepared {path}; index with it: hybrid-engine index CORPUS INDEX --model {path.name}")
     return 0
 
 
@@ -112,6 +182,15 @@ def _info(args: argparse.Namespace) -> int:
     for kind in (BI_ENCODER, SPLADE):
         _print_model(read_model(kind=kind))
     return 0
+
+
+def _add_name_option(parser: argparse.ArgumentParser) -> None:
+    """``--name`` of the commands preparing a local source."""
+    parser.add_argument(
+        "--name",
+        default=None,
+        help=f"model name, the folder under {models_dir()} (default: the source folder's name)",
+    )
 
 
 def _add_preparation_flags(parser: argparse.ArgumentParser) -> None:

@@ -13,10 +13,22 @@ def add_parser(subparsers: Any) -> None:
     """Add ``train-encoder`` to the ``hybrid-engine`` subparsers."""
     p = subparsers.add_parser(
         "train-encoder",
-        help="fine-tune the bi-encoder (all-MiniLM-L6-v2) on a training split, prepare it, "
-        "gated on held-out validation queries (needs the export extra)",
+        help="fine-tune a prepared bi-encoder (default all-MiniLM-L6-v2) on a training split, "
+        "prepare it, gated on held-out validation queries (needs the export extra)",
     )
     p.add_argument("dataset", help="BEIR-layout folder with qrels/<split>.tsv")
+    p.add_argument(
+        "--base",
+        default=None,
+        help="prepared bi-encoder to fine-tune and to beat: a folder or its name in the models "
+        "folder (default: all-MiniLM-L6-v2); the new model keeps its pooling and prefixes",
+    )
+    p.add_argument(
+        "--source",
+        default=None,
+        help="sentence-transformers folder to start from (default: the one --base was "
+        "prepared from)",
+    )
     p.add_argument(
         "--out",
         required=True,
@@ -75,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     prepared = train_encoder(
         args.dataset,
         args.out,
+        base=args.base,
+        source=args.source,
         split=args.split,
         supervision=[s.strip() for s in args.supervision.split(",") if s.strip()],
         validation_fraction=args.validation_fraction,

@@ -1,5 +1,6 @@
 """Texts to index vectors: the encoder checked, its output checked and prepared like given
-vectors, a corpus encoded in chunks (through the embedding cache when given)."""
+vectors, a corpus encoded in chunks (through the embedding cache when given), queries and
+documents each by their side of the encoder (``sided``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,33 @@ from hybrid_engine.protocols import TextEncoder
 
 QUERY_BATCH = 32
 """The encoder's batch size for query texts (the ``TextEncoder`` default)."""
+QUERY = "query"
+DOCUMENT = "document"
+
+
+class _Side:
+    """An encoder as one side sees it: ``encode`` is its ``encode_query`` or
+    ``encode_document``; ``dim`` and ``model_hash`` are its own."""
+
+    def __init__(self, encoder: TextEncoder, encode: Any) -> None:
+        self._encoder = encoder
+        self.encode = encode
+
+    @property
+    def dim(self) -> int:
+        return self._encoder.dim
+
+    @property
+    def model_hash(self) -> str:
+        return self._encoder.model_hash
+
+
+def sided(encoder: TextEncoder, side: str) -> TextEncoder:
+    """``encoder`` as it embeds ``side`` texts (``QUERY`` or ``DOCUMENT``): through its
+    ``encode_query`` or ``encode_document`` where it has one (an ``Encoder`` with prefixes,
+    a wrapper of sentence-transformers 5), else ``encoder`` itself."""
+    method = getattr(encoder, f"encode_{side}", None)
+    return encoder if method is None else _Side(encoder, method)
 
 
 def check_encoder(encoder: Any) -> int:
@@ -40,11 +68,13 @@ def encode_texts(
     dim: int,
     batch_size: int,
     metric: str,
+    side: str,
     cache: EmbeddingCache | None = None,
     show_progress: bool = False,
 ) -> np.ndarray:
-    """``encoder.encode(texts)`` (through ``cache`` if given), checked and prepared like
-    vectors given directly."""
+    """The ``side`` (``QUERY`` or ``DOCUMENT``) encoding of ``texts`` (``sided``; through
+    ``cache`` if given), checked and prepared like vectors given directly."""
+    encoder = sided(encoder, side)
     if cache is not None:
         rows = cache.encode(encoder, texts, batch_size=batch_size, show_progress=show_progress)
     else:
@@ -80,7 +110,7 @@ def encode_corpus(
     buffer = np.empty((0, dim), dtype=np.float32)
     ids: list[str | None] = []
     for texts, batch_ids in iter_batches(corpus, ENCODE_CHUNK):
-        rows = encode_texts(encoder, texts, dim, batch_size, metric, cache, show_progress)
+        rows = encode_texts(encoder, texts, dim, batch_size, metric, DOCUMENT, cache, show_progress)
         buffer = _vectors.grown(buffer, len(ids), len(rows))
         buffer[len(ids) : len(ids) + len(rows)] = rows
         ids.extend(batch_ids)
@@ -98,8 +128,9 @@ def check_loaded_encoder(
     if model_hash is not None and encoder.model_hash != model_hash:
         raise ValueError(
             f"the index at {path} was built by the model with hash {model_hash}, the encoder "
-            f"has {encoder.model_hash}: its query vectors would not match; load with the "
-            "encoder that built the index, or rebuild the index with this one"
+            f"has {encoder.model_hash}: its query vectors would not match (another model, "
+            "variant, pooling or query/document prefix); load with the encoder that built the "
+            "index, or rebuild the index with this one"
         )
 
 
@@ -118,4 +149,4 @@ def encode_queries(
     if len(rows) == 0:
         return np.empty((0, dim), np.float32), rows, len(texts)
     asked = [texts[row] for row in rows]
-    return encode_texts(encoder, asked, dim, QUERY_BATCH, metric), rows, len(texts)
+    return encode_texts(encoder, asked, dim, QUERY_BATCH, metric, QUERY), rows, len(texts)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from hybrid_engine.dense.encoding import QUERY, sided
 from hybrid_engine.distributed.cluster import ShardCalls, ShardUnavailableError, is_unavailable
 from hybrid_engine.distributed.worker import UnpreparedGenerationError
 from hybrid_engine.distributed.writes import Prepared, prepare_calls
@@ -141,7 +142,7 @@ class ShardedSearch:
         start = time.perf_counter()
         splade_vectors = None
         if shards.encoder is not None:
-            self.dense_vectors = shards.encoder.encode(asked)
+            self.dense_vectors = sided(shards.encoder, QUERY).encode(asked)
         if shards.splade is not None:
             splade_vectors = shards.splade.encode(asked)
         self._timed("encode", start)

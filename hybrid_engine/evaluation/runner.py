@@ -63,6 +63,10 @@ class BuildOptions:
         The local model ``load_generator`` loads when ``generator`` is None.
     fusion : str
         The fusion method (``fusion.METHODS``) of ``hybrid``, ``hybrid3`` and ``rerank``.
+    model : str or path-like, optional
+        The bi-encoder of every configuration with a dense leg: a prepared folder, or the name
+        of one in ``store.models_dir()`` (``models prepare-encoder``); the default model when
+        None.
     """
 
     num_threads: int | None = None
@@ -73,6 +77,7 @@ class BuildOptions:
     generator: Generate | None = None
     generator_name: str = DEFAULT_GENERATOR
     fusion: str = DEFAULT_METHOD
+    model: str | os.PathLike[str] | None = None
 
 
 Builder = Callable[[Dataset, BuildOptions], tuple[Searcher, Sequence[str]]]
@@ -99,22 +104,22 @@ def _dense(variant: str | None) -> Builder:
     """The dense retriever with the bi-encoder's ``variant`` (None: its default, int8)."""
 
     def build(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:
-        index = _dense_index(
-            documents_with_text(dataset), variant, options.num_threads, options.show_progress
-        )
+        index = _dense_index(documents_with_text(dataset), options, variant)
         return (lambda queries, k: index.search(queries, k)), index.doc_ids
 
     return build
 
 
 def _dense_index(
-    corpus: list[dict[str, Any]], variant: str | None, num_threads: int | None, show_progress: bool
+    corpus: list[dict[str, Any]], options: BuildOptions, variant: str | None = None
 ) -> DenseIndex:
+    """The dense leg over ``corpus`` with ``options.model``'s ``variant`` (None: its
+    preferred one)."""
     return DenseIndex.build(
         corpus,
-        encoder=Encoder.load(variant=variant, num_threads=num_threads),
+        encoder=Encoder.load(options.model, variant=variant, num_threads=options.num_threads),
         embedding_cache=EmbeddingCache(),
-        show_progress=show_progress,
+        show_progress=options.show_progress,
     )
 
 
@@ -133,14 +138,16 @@ def build_hybrid(
     num_threads: int | None = None,
     show_progress: bool = False,
     retrievers: Sequence[str] = ("bm25", "dense"),
+    model: str | os.PathLike[str] | None = None,
 ) -> HybridIndex:
-    """The ``hybrid`` retriever's index: BM25 and dense with the default (int8) bi-encoder
-    (plus fp32 SPLADE when ``retrievers`` names it) over the documents with text, corpus
-    embeddings through the default ``EmbeddingCache``."""
+    """The ``hybrid`` retriever's index: BM25 and dense with the bi-encoder ``model`` (a
+    prepared folder or name; the default, in its int8 variant, when None) (plus fp32 SPLADE
+    when ``retrievers`` names it) over the documents with text, corpus embeddings through the
+    default ``EmbeddingCache``."""
     return HybridIndex.build(
         documents_with_text(dataset),
         retrievers=retrievers,
-        encoder=Encoder.load(num_threads=num_threads),
+        encoder=Encoder.load(model, num_threads=num_threads),
         splade_encoder=(
             SpladeEncoder.load(num_threads=num_threads) if "splade" in retrievers else None
         ),
@@ -155,7 +162,7 @@ def _hybrid(retrievers: Sequence[str], rerank: bool = False) -> Builder:
         """``HybridIndex`` of ``retrievers``, their top ``DEFAULT_DEPTH`` fused by
         ``options.fusion``, the fused top ``RERANK_DEPTH`` reranked when ``rerank``."""
         threads = options.num_threads
-        engine = build_hybrid(dataset, threads, options.show_progress, retrievers)
+        engine = build_hybrid(dataset, threads, options.show_progress, retrievers, options.model)
         if rerank:
             engine = engine.with_reranker(load_reranker(options))
         search = hybrid_searcher(engine, options.fusion, rerank=rerank, num_threads=threads)
@@ -196,9 +203,7 @@ def _bm25_rm3(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequen
 
 def _dense_rocchio(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:
     """The int8 dense leg with Rocchio at its defaults."""
-    index = _dense_index(
-        documents_with_text(dataset), None, options.num_threads, options.show_progress
-    )
+    index = _dense_index(documents_with_text(dataset), options)
     rocchio = Rocchio(index)
     return (lambda queries, k: rocchio.search(queries, k)), index.doc_ids
 
@@ -210,7 +215,7 @@ def _hybrid_rm3(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequ
     corpus = documents_with_text(dataset)
     bm25 = BM25Index.build(corpus, num_threads=threads, show_progress=options.show_progress)
     rm3 = RM3(bm25, corpus)
-    dense = _dense_index(corpus, None, threads, options.show_progress)
+    dense = _dense_index(corpus, options)
 
     def search(queries: Sequence[str], k: int) -> SearchResult:
         depth = max(k, DEFAULT_DEPTH)
@@ -245,7 +250,9 @@ def _strategy(name: str) -> Builder:
 
     def build(dataset: Dataset, options: BuildOptions) -> tuple[Searcher, Sequence[str]]:
         generate = load_generator(options)
-        engine = build_hybrid(dataset, options.num_threads, options.show_progress)
+        engine = build_hybrid(
+            dataset, options.num_threads, options.show_progress, model=options.model
+        )
         strategy = _STRATEGIES[name]
 
         def search(queries: Sequence[str], k: int) -> SearchResult:

@@ -40,17 +40,22 @@ def refusal(info: ModelInfo) -> str | None:
 
 
 class Encoder(TextModel):
-    """A sentence-transformers style bi-encoder (mean pooling, L2 norm) on ONNX Runtime.
+    """A sentence-transformers style bi-encoder on ONNX Runtime: token states pooled (mean,
+    first token or last token, as the model was trained), optionally L2-normalised, with the
+    model's query and document prefixes.
 
     Load one with ``Encoder.load``. The default model is all-MiniLM-L6-v2 as prepared by
     ``hybrid-engine models prepare``, in its int8 variant when prepared (no significant loss of
     nDCG@10 against fp32 on the five shared collections, 2.2x the encoding speed:
-    docs/quantization.md).
+    docs/quantization.md); ``hybrid-engine models prepare-encoder`` prepares any other local
+    one (docs/models.md).
 
     Notes
     -----
     Thread-safe: ``encode`` may be called from several threads; the session releases the GIL.
     Texts longer than ``max_length`` tokens are truncated, as sentence-transformers does.
+    The engine embeds queries with ``encode_query`` and documents with ``encode_document``;
+    ``encode`` adds no prefix.
     """
 
     kind = BI_ENCODER
@@ -71,17 +76,33 @@ class Encoder(TextModel):
         """Embedding dimension."""
         return self._info.dim
 
+    @property
+    def query_prefix(self) -> str:
+        """What ``encode_query`` prepends to each text ("" for none)."""
+        return self._info.query_prefix
+
+    @property
+    def document_prefix(self) -> str:
+        """What ``encode_document`` prepends to each text ("" for none)."""
+        return self._info.document_prefix
+
     def __repr__(self) -> str:
         return (
             f"Encoder({self.name!r}, variant={self.variant!r}, dim={self.dim}, "
-            f"max_length={self.max_length})"
+            f"max_length={self.max_length}, pooling={self._info.pooling!r})"
         )
 
     def _embed(self, encodings: Sequence[Encoding]) -> np.ndarray:
         feed = pad_encodings(encodings, self._inputs)
         states = self._session.run(None, feed)[0]
-        weights = feed["attention_mask"].astype(np.float32)[:, :, None]
-        pooled = (states * weights).sum(axis=1) / weights.sum(axis=1)
+        mask = feed["attention_mask"]
+        if self._info.pooling == "cls":
+            pooled = states[:, 0]
+        elif self._info.pooling == "lasttoken":  # padding is on the right
+            pooled = states[np.arange(len(states)), mask.sum(axis=1) - 1]
+        else:
+            weights = mask.astype(np.float32)[:, :, None]
+            pooled = (states * weights).sum(axis=1) / weights.sum(axis=1)
         if self._info.normalize:
             pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return pooled.astype(np.float32, copy=False)
@@ -109,7 +130,8 @@ class Encoder(TextModel):
         Returns
         -------
         numpy.ndarray
-            float32, shape ``(len(texts), dim)``, rows L2-normalised.
+            float32, shape ``(len(texts), dim)``, rows L2-normalised when the model
+            normalises (every model the engine ships does).
 
         Raises
         ------
@@ -118,9 +140,38 @@ class Encoder(TextModel):
         ValueError
             A blank text, or ``batch_size < 1``.
         """
-        checked = check_texts(texts)
-        runs = self._runs(checked, batch_size, TOKENS_PER_RUN, show_progress, "encoding")
-        out = np.empty((len(checked), self.dim), np.float32)
+        return self._encode(check_texts(texts), "", batch_size, show_progress)
+
+    def encode_query(
+        self,
+        texts: str | Sequence[str] | np.ndarray,
+        *,
+        batch_size: int = 64,
+        show_progress: bool = False,
+    ) -> np.ndarray:
+        """``encode`` of each text after the model's ``query_prefix`` (e5's ``"query: "``,
+        bge's retrieval instruction...): how the engine embeds queries. Same parameters,
+        returns and raises as ``encode``."""
+        return self._encode(check_texts(texts), self.query_prefix, batch_size, show_progress)
+
+    def encode_document(
+        self,
+        texts: str | Sequence[str] | np.ndarray,
+        *,
+        batch_size: int = 64,
+        show_progress: bool = False,
+    ) -> np.ndarray:
+        """``encode`` of each text after the model's ``document_prefix``: how the engine
+        embeds documents. Same parameters, returns and raises as ``encode``."""
+        return self._encode(check_texts(texts), self.document_prefix, batch_size, show_progress)
+
+    def _encode(
+        self, texts: list[str], prefix: str, batch_size: int, show_progress: bool
+    ) -> np.ndarray:
+        if prefix:
+            texts = [prefix + text for text in texts]
+        runs = self._runs(texts, batch_size, TOKENS_PER_RUN, show_progress, "encoding")
+        out = np.empty((len(texts), self.dim), np.float32)
         for positions, encodings in runs:
             out[positions] = self._embed(encodings)
         return out

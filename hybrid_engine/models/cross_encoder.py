@@ -40,14 +40,16 @@ PREFIX_CHARS_PER_TOKEN = 12
 
 
 class CrossEncoder(OnnxModel):
-    """A BERT-style cross-encoder (one relevance logit per query-passage pair) on ONNX Runtime.
+    """A cross-encoder (one relevance logit per query-passage pair) on ONNX Runtime.
 
     Load one with ``CrossEncoder.load`` from a folder prepared by
     ``hybrid-engine models prepare-reranker SOURCE``.
 
     Notes
     -----
-    A pair is ``[CLS] query [SEP] passage [SEP]`` with token types 0 for the query part and 1
+    A pair is as the model's tokenizer joins two texts: for BERT ``[CLS] query [SEP] passage
+    [SEP]`` (RoBERTa's ``<s> query </s></s> passage </s>``), with BERT's token types 0 for the
+    query part and 1
     for the passage part, as the model was trained. Truncation: the query keeps at most its
     first ``query_max_tokens`` tokens (``QUERY_MAX_TOKENS`` = 64, or half of the room left by
     the special tokens when ``max_length`` is below 131), then the passage keeps as many of

@@ -1,12 +1,14 @@
 """Prepared model folders: where they live and what their manifest promises.
 
 A prepared model is a directory written by ``hybrid-engine models prepare`` (the bi-encoder
-and the learned-sparse SPLADE model) or ``hybrid-engine models prepare-reranker`` (a
-cross-encoder) in the same manifest scheme as the indexes (``storage.write_index_dir``)::
+and the learned-sparse SPLADE model), ``models prepare-encoder`` (any bi-encoder) or ``models
+prepare-reranker`` (a cross-encoder) in the same manifest scheme as the indexes
+(``storage.write_index_dir``)::
 
     manifest.json      kind, source, max_length, the variants (fp32, int8) with their
                        quantization, sha256 of every file; pooling and normalisation
-                       (bi-encoder, SPLADE) or num_labels (cross-encoder)
+                       (bi-encoder, SPLADE), a bi-encoder's query and document prefixes
+                       (absent: none), or num_labels (cross-encoder)
     model.onnx         the fp32 graph with ONNX Runtime's transformer fusions
     model_int8.onnx    optional: the same graph with dynamically quantized int8 weights
     tokenizer.json     the model's tokenizer, without padding, truncating at max_length
@@ -58,10 +60,13 @@ LOADERS = {
 }
 DEFAULT_MODELS = {BI_ENCODER: DEFAULT_MODEL, SPLADE: SPLADE_MODEL}
 """The model ``read_model`` looks up, by kind, when given no folder."""
-POOLINGS = {BI_ENCODER: "mean", SPLADE: "splade-max", CROSS_ENCODER: "cls"}
-"""Each kind's pooling: ``mean`` of the token states under the attention mask; ``splade-max``,
-the graph's own ``max over tokens of log1p(relu(logits)) * attention_mask``; ``cls``, the
-classifier head on the pooled ``[CLS]`` state inside the graph."""
+BI_ENCODER_POOLINGS = ("mean", "cls", "lasttoken")
+"""A bi-encoder's pooling of its token states: their ``mean`` under the attention mask, the
+first (``[CLS]``) token's state, or the last unpadded token's state."""
+POOLINGS = {BI_ENCODER: BI_ENCODER_POOLINGS, SPLADE: ("splade-max",), CROSS_ENCODER: ("cls",)}
+"""Each kind's poolings: a bi-encoder's (``BI_ENCODER_POOLINGS``); ``splade-max``, the graph's
+own ``max over tokens of log1p(relu(logits)) * attention_mask``; ``cls``, the classifier head
+on the pooled ``[CLS]`` state inside the graph."""
 
 
 class ModelNotFoundError(HybridEngineError, FileNotFoundError):
@@ -102,9 +107,12 @@ class ModelInfo:
         Tokens per input (a text, or a query-passage pair) after truncation, special tokens
         included.
     pooling : str
-        The kind's entry of ``POOLINGS``.
+        One of the kind's ``POOLINGS``.
     normalize : bool
         Whether outputs are L2-normalised (never for a cross-encoder).
+    query_prefix, document_prefix : str
+        What a bi-encoder prepends to each query and each document ("" for none; always ""
+        for the other kinds).
     variants : dict
         Variant name (``"fp32"``, ``"int8"``) to ``{"file": ..., "quantization": ...}``.
     manifest : dict
@@ -118,6 +126,8 @@ class ModelInfo:
     max_length: int
     pooling: str
     normalize: bool
+    query_prefix: str
+    document_prefix: str
     variants: dict[str, dict[str, Any]]
     manifest: dict[str, Any]
 
@@ -127,8 +137,9 @@ class ModelInfo:
 
     def model_hash(self, variant: str, **settings: Any) -> str:
         """sha256 identifying what decides a variant's outputs: graph, tokenizer, length,
-        pooling, normalisation and the runtime ``settings`` given (what the model classes
-        report as ``model_hash``)."""
+        pooling, normalisation, the prefixes (when there are any: a model without has the hash
+        it had before prefixes existed) and the runtime ``settings`` given (what the model
+        classes report as ``model_hash``)."""
         identity = {
             "model": self.file_sha256(self.variants[variant]["file"]),
             "tokenizer": self.file_sha256(TOKENIZER_FILE),
@@ -137,6 +148,8 @@ class ModelInfo:
             "normalize": self.normalize,
             **settings,
         }
+        if self.query_prefix or self.document_prefix:
+            identity["prefixes"] = [self.query_prefix, self.document_prefix]
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
     def variant_file(self, variant: str) -> Path:
@@ -232,8 +245,11 @@ def read_model(path: str | os.PathLike[str] | None = None, *, kind: str | None =
         else:
             dim = int(manifest["dim"])
             pooling, normalize = str(manifest["pooling"]), bool(manifest["normalize"])
-            if pooling != POOLINGS[found] or dim < 1:
+            if pooling not in POOLINGS[found] or dim < 1:
                 raise ValueError(f"pooling {pooling!r}, dim {dim}")
+        prefixes = manifest.get("prefixes", {"query": "", "document": ""})
+        if not all(isinstance(prefixes.get(side), str) for side in ("query", "document")):
+            raise ValueError(f"prefixes {prefixes!r}")
         info = ModelInfo(
             path=folder,
             name=str(manifest["name"]),
@@ -242,6 +258,8 @@ def read_model(path: str | os.PathLike[str] | None = None, *, kind: str | None =
             max_length=int(manifest["max_length"]),
             pooling=pooling,
             normalize=normalize,
+            query_prefix=prefixes["query"],
+            document_prefix=prefixes["document"],
             variants=variants,
             manifest=manifest,
         )

@@ -227,11 +227,16 @@ def _without(config: EngineConfig, unloaded: Mapping[str, object]) -> EngineConf
 def _model_record(encoder: object) -> dict[str, str] | None:
     """``{"name", "variant"}`` of a prepared model (what ``Encoder.load`` and
     ``SpladeEncoder.load`` take back), plus its absolute ``"path"`` when the folder is not
-    the one its name finds in ``store.models_dir()`` (a fine-tuned model prepared elsewhere);
-    None for any other encoder."""
+    the one its name finds in ``store.models_dir()`` (a fine-tuned model prepared elsewhere)
+    and its ``"query_prefix"`` and ``"document_prefix"`` when it has any (for the reader: the
+    model's ``model_hash``, which the dense leg records and checks, covers them); None for
+    any other encoder."""
     if not isinstance(encoder, TextModel):
         return None
     record = {"name": encoder.name, "variant": encoder.variant}
+    if encoder.info.query_prefix or encoder.info.document_prefix:
+        record["query_prefix"] = encoder.info.query_prefix
+        record["document_prefix"] = encoder.info.document_prefix
     folder = encoder.info.path.resolve()
     if folder != (models_dir() / encoder.name).resolve():
         record["path"] = str(folder)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hybrid_engine.checks import nonblank_rows
+from hybrid_engine.dense.encoding import QUERY, sided
 from hybrid_engine.live.snapshot import Masks, Snapshot
 from hybrid_engine.pipeline.degradation import Health
 from hybrid_engine.pipeline.fusion import fuse
@@ -279,7 +280,7 @@ def _search_legs(
         if given_vectors is not None:
             vectors = given_vectors[rows]
         elif len(rows):
-            vectors = models.encoder.encode(asked)
+            vectors = sided(models.encoder, QUERY).encode(asked)
         hits = snapshot.search_dense(vectors, width, num_threads, allowed)
         return hits.scattered(rows, n), vectors
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hybrid_engine.checks import check_int, check_queries
+from hybrid_engine.dense.encoding import DOCUMENT, QUERY, sided
 from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.result import HybridResult
@@ -23,8 +24,8 @@ from hybrid_engine.strategies.result import (
 
 
 def hyde_vector(engine: HybridIndex, query: str, passages: Sequence[str]) -> np.ndarray:
-    """float32 ``(dim,)``: the mean of the L2-normalised embeddings of ``query`` and
-    ``passages`` by ``engine``'s encoder.
+    """float32 ``(dim,)``: the mean of the L2-normalised embeddings of ``query`` (as a query)
+    and ``passages`` (as documents) by ``engine``'s encoder.
 
     Raises
     ------
@@ -34,7 +35,10 @@ def hyde_vector(engine: HybridIndex, query: str, passages: Sequence[str]) -> np.
     encoder = engine.encoder
     if encoder is None:
         raise ValueError("HyDE needs the dense leg; build with retrievers=('bm25', 'dense')")
-    vectors = encoder.encode([query, *passages]).astype(np.float32)
+    rows = [sided(encoder, QUERY).encode([query])]  # passages are hypothetical documents
+    if passages:
+        rows.append(sided(encoder, DOCUMENT).encode(list(passages)))
+    vectors = np.concatenate(rows).astype(np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return (vectors / np.maximum(norms, 1e-12)).mean(axis=0).astype(np.float32)
 

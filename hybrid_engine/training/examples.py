@@ -73,11 +73,14 @@ def gather_training_set(
     num_threads: int | None,
     show_progress: bool,
     log: Callable[[str], None],
+    model: str | os.PathLike[str] | None = None,
 ) -> TrainingSet:
     """Load, index and divide a dataset's split, and mine the negatives of its training pairs.
 
-    Parameters are those of ``trainer.train_reranker``. Self-supervised pairs whose document
-    is judged for a validation query are left out, so validation measures unseen pairs.
+    Parameters are those of ``trainer.train_reranker``, and ``model``, the prepared
+    bi-encoder of the engine's dense leg (the default when None). Self-supervised pairs whose
+    document is judged for a validation query are left out, so validation measures unseen
+    pairs.
 
     Raises
     ------
@@ -88,7 +91,9 @@ def gather_training_set(
     documents = documents_with_text(dataset)
     passages = [document_text(doc, i)[0] for i, doc in enumerate(documents)]
     log(f"{dataset.name}: indexing {len(documents)} documents (BM25 + dense)")
-    engine = build_hybrid(dataset, num_threads=num_threads, show_progress=show_progress)
+    engine = build_hybrid(
+        dataset, num_threads=num_threads, show_progress=show_progress, model=model
+    )
     judged = positives(dataset.qrels, list(dataset.queries), engine.doc_ids)
     train_ids, validation_ids = split_queries(list(judged), validation_fraction, seed)
     pairs: list[Pair] = []

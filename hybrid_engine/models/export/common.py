@@ -209,11 +209,32 @@ def export_model(
     return Exported({path.name: copier(path) for path in files}, variants, export)
 
 
+OFFSET_POSITIONS = ("roberta", "xlm-roberta", "mpnet", "camembert")
+"""Architectures whose position ids start past the padding id: ``max_position_embeddings``
+counts two positions no token gets."""
+ENCODER_ARCHITECTURES = ("bert", "distilbert", "roberta", "xlm-roberta", "mpnet")
+"""The encoder architectures the engine prepares and tests (tests/tiny_encoders.py)."""
+
+
+def model_positions(config: dict[str, Any]) -> int:
+    """Tokens an input of the model in ``config`` (its ``config.json``) can hold, special
+    tokens included."""
+    positions = int(config.get("max_position_embeddings", 512))
+    return positions - 2 if config.get("model_type") in OFFSET_POSITIONS else positions
+
+
+FUSED_ATTENTION = ("bert", "distilbert", "roberta", "xlm-roberta", "camembert")
+"""Architectures whose attention ONNX Runtime's transformer optimizer fuses: their export must
+come out with Attention and SkipLayerNormalization fused. Others (MPNet, whose attention adds
+a relative position bias) keep whatever fuses, and run unfused attention."""
+
+
 def _export_fused(
     source: Path, work: Path, task: str, config: dict, transform: Callable[[Any], None] | None
 ) -> tuple[Path, dict]:
     exporters = require("optimum.exporters.onnx")
     optimizer = require("onnxruntime.transformers.optimizer")
+    shape = require("transformers").AutoConfig.from_pretrained(str(source))
     exported = work / "export"
     with warnings.catch_warnings():
         # The tracer's and transformers' deprecation notes concern their internals, not us.
@@ -229,12 +250,13 @@ def _export_fused(
     model = optimizer.optimize_model(
         str(exported / "model.onnx"),
         model_type="bert",
-        num_heads=int(config["num_attention_heads"]),
-        hidden_size=int(config["hidden_size"]),
+        num_heads=int(shape.num_attention_heads),
+        hidden_size=int(shape.hidden_size),
         opt_level=0,  # graph-level fusions only; ORT applies its own at session start
     )
     fused = {op: n for op, n in model.get_fused_operator_statistics().items() if n}
-    if not fused.get("Attention") or not fused.get("SkipLayerNormalization"):
+    expected = config.get("model_type") in FUSED_ATTENTION
+    if expected and (not fused.get("Attention") or not fused.get("SkipLayerNormalization")):
         raise HybridEngineError(f"the transformer fusions did not apply (got {fused})")
     if transform is not None:
         transform(model.model)

@@ -1,9 +1,10 @@
 """Cross-encoder preparation: a local Hugging Face folder to a fused (and int8) ONNX folder.
 
 Needs the ``export`` extra; run once per model, by ``hybrid-engine models prepare-reranker``.
-The runtime (``CrossEncoder``) needs none of it. The source is any local folder of a BERT-style
-model for sequence classification with one output (a user's copy of
-cross-encoder/ms-marco-MiniLM-L-6-v2, or one trained by the engine); nothing is downloaded.
+The runtime (``CrossEncoder``) needs none of it. The source is any local folder of a BERT,
+DistilBERT, RoBERTa, XLM-RoBERTa or MPNet model for sequence classification with one output (a
+user's copy of cross-encoder/ms-marco-MiniLM-L-6-v2 or of the bge-reranker family, or one
+trained by the engine); nothing is downloaded.
 
 Steps: export with optimum (``text-classification``, the logit), fuse and quantize as the
 bi-encoder (``export.common``), reset the tokenizer to no padding and pair truncation at the
@@ -25,8 +26,10 @@ from hybrid_engine.errors import HybridEngineError
 from hybrid_engine.models.export.agreement import Limit, max_diff_per_spread, spearman
 from hybrid_engine.models.export.checked import Recipe, already_prepared, prepare_checked
 from hybrid_engine.models.export.common import (
+    ENCODER_ARCHITECTURES,
     PICKLE_WEIGHTS,
     SAFE_WEIGHTS,
+    model_positions,
     pretrained_options,
     read_json,
     require,
@@ -72,7 +75,8 @@ tokens), a random head of std 2 that magnifies the quantization error beyond a t
 
 
 def _source_settings(source: Path) -> dict[str, Any]:
-    """max_length and head shape of a BERT-style single-logit classifier, or a clear refusal."""
+    """max_length and head shape of a single-logit classifier of one of the
+    ``ENCODER_ARCHITECTURES``, or a clear refusal."""
     if not (source / "config.json").is_file():
         raise HybridEngineError(
             f"{source} has no config.json; give a local Hugging Face model folder (the one "
@@ -82,10 +86,12 @@ def _source_settings(source: Path) -> dict[str, Any]:
     architectures = config.get("architectures") or []
     num_labels = len(config.get("id2label") or {}) or int(config.get("num_labels", 2))
     problems = []
-    if config.get("model_type") != "bert":
-        problems.append(f"model_type {config.get('model_type')!r} is not 'bert'")
-    if "BertForSequenceClassification" not in architectures:
-        problems.append(f"architectures {architectures} lack BertForSequenceClassification")
+    if config.get("model_type") not in ENCODER_ARCHITECTURES:
+        problems.append(
+            f"model_type {config.get('model_type')!r} is not one of {list(ENCODER_ARCHITECTURES)}"
+        )
+    if not any(name.endswith("ForSequenceClassification") for name in architectures):
+        problems.append(f"architectures {architectures} lack a ...ForSequenceClassification")
     if num_labels != 1:
         problems.append(f"it has {num_labels} labels, not one relevance logit")
     if not (source / "tokenizer.json").is_file():
@@ -96,12 +102,13 @@ def _source_settings(source: Path) -> dict[str, Any]:
         )
     if problems:
         raise HybridEngineError(
-            f"{source} is not a BERT-style cross-encoder with one output: "
+            f"{source} is not a cross-encoder with one output: "
             + "; ".join(problems)
-            + ". prepare-reranker takes a BertForSequenceClassification folder with num_labels=1 "
-            "(e.g. a copy of cross-encoder/ms-marco-MiniLM-L-6-v2)"
+            + ". prepare-reranker takes a BERT, DistilBERT, RoBERTa, XLM-RoBERTa or MPNet "
+            "...ForSequenceClassification folder with num_labels=1 (e.g. a copy of "
+            "cross-encoder/ms-marco-MiniLM-L-6-v2 or BAAI/bge-reranker-base)"
         )
-    limits = [MAX_LENGTH_CAP, int(config.get("max_position_embeddings", MAX_LENGTH_CAP))]
+    limits = [MAX_LENGTH_CAP, model_positions(config)]
     if (source / "tokenizer_config.json").is_file():
         limit = read_json(source / "tokenizer_config.json").get("model_max_length")
         if isinstance(limit, int) and limit > 0:  # a huge sentinel when unset; capped anyway
@@ -173,13 +180,14 @@ def prepare_cross_encoder(
     validate: Callable[[Path, str], dict[str, Any]] | None = None,
     allow_pickle_weights: bool = False,
 ) -> Path:
-    """Export a local BERT-style cross-encoder into a prepared model folder.
+    """Export a local cross-encoder into a prepared model folder.
 
     Parameters
     ----------
     source : path-like
-        A local Hugging Face folder of a ``BertForSequenceClassification`` with one label
-        (``config.json``, ``model.safetensors``, ``tokenizer.json``).
+        A local Hugging Face folder of a ``...ForSequenceClassification`` of one of the
+        ``ENCODER_ARCHITECTURES`` with one label (``config.json``, ``model.safetensors``,
+        ``tokenizer.json``).
         A ``training.json`` beside them (written by the engine's trainer) is copied into the
         manifest under ``"training"``.
     output : path-like, optional
@@ -211,7 +219,7 @@ def prepare_cross_encoder(
     Raises
     ------
     HybridEngineError
-        The source is not a BERT-style single-logit classifier (the message says why), has
+        The source is not a single-logit classifier the engine runs (the message says why), has
         only pickled weights and ``allow_pickle_weights`` is off, the ``export`` extra is
         missing (the message gives the install command), or the fp32 logits disagree with
         PyTorch's (``MAX_TORCH_DIFF``).
