@@ -180,6 +180,8 @@ def test_prepare_encoder_refuses_what_it_cannot_run(
     source = sources["mpnet-mean"]
     with pytest.raises(HybridEngineError, match="outside what"):
         prepare_encoder(source, tmp_path / "long", max_length=100_000)
+    with pytest.raises(HybridEngineError, match="plain folder name"):
+        prepare_encoder(source, name="../elsewhere")
     config = json.loads((source / "1_Pooling" / "config.json").read_text())
     folder = tmp_path / "max-pooled"
     folder.mkdir()

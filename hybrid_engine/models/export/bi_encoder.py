@@ -34,6 +34,7 @@ from hybrid_engine.models.export.agreement import Limit, least_cosine
 from hybrid_engine.models.export.checked import Recipe, already_prepared, prepare_checked
 from hybrid_engine.models.export.common import (
     CHECK_TEXTS,
+    check_model_name,
     pretrained_options,
     require,
     source_weights,
@@ -203,15 +204,16 @@ def prepare_encoder(
     Raises
     ------
     HybridEngineError
-        The source is not a model folder, chains modules or pools in a way the engine does not
-        run (``encoder_source.read_settings``), has only pickled weights and
+        The source is not a model folder, ``name`` is not a plain folder name, the source
+        chains modules or pools in a way the engine does not run
+        (``encoder_source.read_settings``), has only pickled weights and
         ``allow_pickle_weights`` is off, the ``export`` extra is missing, or the fp32
         embeddings disagree with sentence-transformers' (``MIN_TORCH_COSINE``).
     """
     folder = Path(source).resolve()
     if not folder.is_dir():
         raise HybridEngineError(f"{folder} is not a folder; give a local model folder")
-    name = name if name is not None else folder.name
+    name = check_model_name(name if name is not None else folder.name)
     target = Path(output) if output is not None else default_model_path(name)
     if already_prepared(target, force, log):
         return target

@@ -216,6 +216,14 @@ ENCODER_ARCHITECTURES = ("bert", "distilbert", "roberta", "xlm-roberta", "mpnet"
 """The encoder architectures the engine prepares and tests (tests/tiny_encoders.py)."""
 
 
+def check_model_name(name: str) -> str:
+    """``name`` when it is a plain folder name (the prepared folder's, under the models
+    folder); HybridEngineError otherwise."""
+    if not name or name != Path(name).name or name in (".", ".."):
+        raise HybridEngineError(f"model name {name!r} must be a plain folder name")
+    return name
+
+
 def model_positions(config: dict[str, Any]) -> int:
     """Tokens an input of the model in ``config`` (its ``config.json``) can hold, special
     tokens included."""

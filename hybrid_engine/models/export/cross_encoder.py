@@ -29,6 +29,7 @@ from hybrid_engine.models.export.common import (
     ENCODER_ARCHITECTURES,
     PICKLE_WEIGHTS,
     SAFE_WEIGHTS,
+    check_model_name,
     model_positions,
     pretrained_options,
     read_json,
@@ -227,9 +228,7 @@ def prepare_cross_encoder(
     source = Path(source).resolve()
     if not source.is_dir():
         raise HybridEngineError(f"{source} is not a folder; give a local Hugging Face model folder")
-    name = name if name is not None else source.name
-    if not name or name != Path(name).name or name in (".", ".."):
-        raise HybridEngineError(f"model name {name!r} must be a plain folder name")
+    name = check_model_name(name if name is not None else source.name)
     target = Path(output) if output is not None else models_dir() / name
     if already_prepared(target, force, log):
         return target
