@@ -72,11 +72,16 @@ def format_timings(timings: Mapping[str, float]) -> str:
 
 
 def print_hits(
-    query: str, hits: list[Hit], timings: Mapping[str, float], *, filtered: bool = False
+    query: str,
+    hits: list[Hit],
+    timings: Mapping[str, float],
+    *,
+    filtered: bool = False,
+    offset: int = 0,
 ) -> None:
-    """A listing: the query and its stage timings, then per hit its rank, id, score and
-    title, and a one-line snippet of its text; a row without hits says why it may be empty
-    (``filtered``: a filter was given)."""
+    """A listing: the query and its stage timings, then per hit its rank (from ``offset +
+    1``: a later page), id, score and title, and a one-line snippet of its text; a row without
+    hits says why it may be empty (``filtered``: a filter was given)."""
     print(f"\nquery: {query}\n  ({format_timings(timings)})")
     if not hits:
         why = (
@@ -85,7 +90,7 @@ def print_hits(
             else "no document holds any query term"
         )
         print(f"  (no hits: {why})")
-    for rank, hit in enumerate(hits, 1):
+    for rank, hit in enumerate(hits, offset + 1):
         print(f"  {rank:>3}. {hit.id:<12} {hit.score:8.4f}  {one_line(hit.title)}".rstrip())
         print(f"       {one_line(hit.text, SNIPPET_CHARS)}")
 

@@ -19,7 +19,13 @@ from hybrid_engine.cli._engine import (
 from hybrid_engine.cli._engine import reranker as load_reranker
 from hybrid_engine.cli._live import STDIN
 from hybrid_engine.cli._output import hits_json, print_hits
-from hybrid_engine.cli._values import parse_weights, positive_float, positive_int, unit_float
+from hybrid_engine.cli._values import (
+    non_negative_int,
+    parse_weights,
+    positive_float,
+    positive_int,
+    unit_float,
+)
 from hybrid_engine.metadata import Filter
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, METHODS
@@ -41,6 +47,13 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument(
         "-k", type=positive_int, default=10, help="hits per query (default: %(default)s)"
+    )
+    p.add_argument(
+        "--offset",
+        type=non_negative_int,
+        default=0,
+        help="hits skipped before the k shown: --offset 10 -k 10 is the second page (pages are "
+        "slices of one ranking while offset + k <= --depth)",
     )
     p.add_argument(
         "--json",
@@ -210,10 +223,11 @@ def run(args: argparse.Namespace) -> int:
             filter=where,
             num_threads=args.threads,
             budget_ms=args.budget_ms,
+            offset=args.offset,
         )
         hits = result.hits()[0]
         if args.json:
             print(hits_json(query, hits, result.timings))
         else:
-            print_hits(query, hits, result.timings, filtered=where is not None)
+            print_hits(query, hits, result.timings, filtered=where is not None, offset=args.offset)
     return 0

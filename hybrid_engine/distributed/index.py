@@ -313,6 +313,7 @@ class ShardedIndex:
         filter: Mapping[str, Any] | Filter | None = None,
         num_threads: int | None = None,
         strict: bool = False,
+        offset: int = 0,
     ) -> ShardedResult:
         """Search every shard and return what one ``HybridIndex`` over all of them would
         (``HybridIndex.search`` documents the parameters; ``filter`` runs inside every leg of
@@ -346,6 +347,7 @@ class ShardedIndex:
             retrievers=self._retrievers,
             verdict=self._verdict,
             strict=strict,
+            offset=offset,
         )
         generation = self._writes.generation
         plan = plan.bounded(self._live_count(generation))  # memory bounded by the documents
@@ -354,7 +356,7 @@ class ShardedIndex:
         timings: dict[str, float] = {}
         search = ShardedSearch(self._shards, generation, plan, timings)
         found = search.legs(asked, num_threads) if asked else {}
-        scores = np.full((len(texts), plan.k), -np.inf, np.float32)
+        scores = np.full((len(texts), max(plan.k - plan.offset, 0)), -np.inf, np.float32)
         hit_lists: list[list[Hit]] = [[] for _ in texts]
         if found:
             for row, hits in zip(rows, search.hits(search.ranked(found, asked)), strict=True):

@@ -210,7 +210,8 @@ class ShardedSearch:
             start = time.perf_counter()
             result = self._mmr(result)
             self._timed("mmr", start)
-        return SearchResult(result.ids[:, : plan.k], result.scores[:, : plan.k])
+        page = slice(plan.offset, plan.k)
+        return SearchResult(result.ids[:, page], result.scores[:, page])
 
     def _mmr(self, result: SearchResult) -> SearchResult:
         """MMR over the fused head's vectors, fetched from their shards (those of a shard

@@ -279,6 +279,7 @@ class HybridIndex(Lifecycle, EngineAttributes):
         query_vectors: np.ndarray | None = None,
         strict: bool = False,
         budget_ms: float | None = None,
+        offset: int = 0,
     ) -> HybridResult:
         """Search every retriever, fuse their top ``depth``, optionally rerank the fused top
         ``rerank`` by the cross-encoder, optionally re-order by MMR.
@@ -346,6 +347,15 @@ class HybridIndex(Lifecycle, EngineAttributes):
             overrun it, and each that runs is abandoned at the end of the budget
             (``HybridResult.skipped``). BM25, fusion and MMR always run, so they can
             overrun it (docs/degradation.md). None: no budget.
+        offset : int
+            Hits skipped before the ``k`` returned: the page ``offset // k + 1`` of ``k`` hits
+            is hits ``offset`` to ``offset + k`` of one ranking of ``offset + k``, every stage
+            searched as deep as that ranking needs (each leg's ``depth``, the reranker's and
+            MMR's candidates, at least ``offset + k``). Pages of one query are slices of one
+            ranking while ``offset + k <= depth`` (100 by default): past it the legs search
+            deeper, and a fusion that normalises scores over each leg's hits (DBSF, min-max)
+            can then order a few hits differently; raise ``depth`` to page further
+            consistently. 0: the first page.
 
         Returns
         -------
@@ -387,6 +397,7 @@ class HybridIndex(Lifecycle, EngineAttributes):
             verdict=self._verdict,
             strict=strict,
             budget_ms=budget_ms,
+            offset=offset,
         )
         state = self._state
         if query_vectors is not None:

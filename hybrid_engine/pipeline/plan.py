@@ -23,7 +23,8 @@ class SearchPlan:
     Attributes
     ----------
     k : int
-        Hits per query returned (``bounded``: at most the live documents).
+        Hits per query ranked: the page and the ``offset`` hits before it (``bounded``: at
+        most the live documents).
     fusion : str
         ``fuse``'s method.
     weights : list of float or None
@@ -44,6 +45,9 @@ class SearchPlan:
         A failing stage raises instead of being left out.
     budget_ms : float or None
         The time budget of the optional stages (``budget``); None: no budget.
+    offset : int
+        Ranked hits skipped before the page: a search returns hits ``offset`` to ``k`` of
+        its ranking.
     """
 
     k: int
@@ -57,6 +61,7 @@ class SearchPlan:
     where: Filter | None
     strict: bool = False
     budget_ms: float | None = None
+    offset: int = 0
 
     @classmethod
     def checked(
@@ -75,6 +80,7 @@ class SearchPlan:
         verdict: RerankerVerdict | None,
         strict: bool = False,
         budget_ms: float | None = None,
+        offset: int = 0,
     ) -> SearchPlan:
         """The plan of ``HybridIndex.search``'s parameters (documented there) for an engine
         of ``retrievers`` whose reranker got ``verdict`` from its gate (None: no reranker).
@@ -104,7 +110,8 @@ class SearchPlan:
         where = Filter.compile(filter) if filter is not None else None
         verdict = verdict if rerank is not None else None
         reranking = verdict is not None and verdict.use  # refused: serve the fused ranking
-        k = check_k(k)
+        offset = check_int("offset", offset, 0)
+        k = check_k(k) + offset  # the page is the end of one ranking of k + offset hits
         return cls(
             k=k,
             fusion=fusion,
@@ -117,6 +124,7 @@ class SearchPlan:
             where=where,
             strict=_check_strict(strict),
             budget_ms=check_budget(budget_ms),
+            offset=offset,
         )
 
     def bounded(self, n_docs: int) -> SearchPlan:

@@ -150,10 +150,10 @@ def run_search(
     if plan.mmr is not None:
         result = _diversify(runner, plan, result, rows, n, dense_vectors, snapshot)
     runner.timings["total"] = (time.perf_counter() - start) * 1000
-    k = plan.k
+    page = slice(plan.offset, plan.k)
     return HybridResult(
-        result.ids[:, :k],
-        result.scores[:, :k],
+        result.ids[:, page],
+        result.scores[:, page],
         runner.timings,
         snapshot,
         degraded=runner.degraded,
