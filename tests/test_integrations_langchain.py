@@ -106,6 +106,26 @@ def test_mmr_through_the_vector_store(lc: ModuleType, engine: HybridIndex) -> No
         assert got(retriever.invoke(query)) == expected(hits)
 
 
+def test_a_score_threshold_compares_the_engines_relevance(
+    lc: ModuleType, engine: HybridIndex
+) -> None:
+    import asyncio
+
+    store = lc.HybridVectorStore(engine)
+    retriever = store.as_retriever(
+        search_type="similarity_score_threshold",
+        search_kwargs={"k": 10, "score_threshold": 0.5},
+    )
+    for query in QUERIES:
+        whole = engine.search(query, 10)
+        assert whole.relevance is not None
+        passing = [h for h, r in zip(whole.hits()[0], whole.relevance[0]) if r >= 0.5]
+        assert got(retriever.invoke(query)) == expected(passing)
+        scored = store.similarity_search_with_relevance_scores(query, k=10)
+        assert [s for _, s in scored] == [float(r) for r in whole.relevance[0] if r >= 0]
+        assert got(asyncio.run(retriever.ainvoke(query))) == expected(passing)
+
+
 def test_add_documents_and_delete_change_the_live_index(
     lc: ModuleType, engine: HybridIndex
 ) -> None:

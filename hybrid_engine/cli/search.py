@@ -56,6 +56,13 @@ def add_parser(subparsers: Any) -> None:
         "slices of one ranking while offset + k <= --depth)",
     )
     p.add_argument(
+        "--min-score",
+        type=unit_float,
+        default=None,
+        help="leave out hits whose relevance (the fused score on the [0, 1] scale of every "
+        "fusion method, docs/fusion.md) is below it",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
         help='one JSON object per query and line: {"query", "hits": [{"id", "score", "title", '
@@ -224,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
             num_threads=args.threads,
             budget_ms=args.budget_ms,
             offset=args.offset,
+            min_score=args.min_score,
         )
         hits = result.hits()[0]
         if args.json:

@@ -314,6 +314,7 @@ class ShardedIndex:
         num_threads: int | None = None,
         strict: bool = False,
         offset: int = 0,
+        min_score: float | None = None,
     ) -> ShardedResult:
         """Search every shard and return what one ``HybridIndex`` over all of them would
         (``HybridIndex.search`` documents the parameters; ``filter`` runs inside every leg of
@@ -348,6 +349,7 @@ class ShardedIndex:
             verdict=self._verdict,
             strict=strict,
             offset=offset,
+            min_score=min_score,
         )
         generation = self._writes.generation
         plan = plan.bounded(self._live_count(generation))  # memory bounded by the documents

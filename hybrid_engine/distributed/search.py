@@ -25,6 +25,7 @@ from hybrid_engine.live.topk import merge_top_k
 from hybrid_engine.pipeline.fusion import fuse
 from hybrid_engine.pipeline.mmr import mmr as mmr_order
 from hybrid_engine.pipeline.plan import SearchPlan
+from hybrid_engine.pipeline.relevance import above, relevance
 from hybrid_engine.pipeline.rerank import rerank
 from hybrid_engine.protocols import PairScorer, SparseEncoder, TextEncoder
 from hybrid_engine.results import PAD_ID, SearchResult
@@ -192,6 +193,9 @@ class ShardedSearch:
             weights=weights,
             depth=plan.width,
         )
+        if plan.min_score is not None:
+            values = relevance(result.scores, plan.fusion, weights, len(found))
+            result = above(result, values, plan.min_score)
         self._timed("fusion", start)
         if plan.rerank is not None and self.shards.reranker is not None:
             start = time.perf_counter()

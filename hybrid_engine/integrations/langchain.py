@@ -20,6 +20,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, field_validator
 
@@ -98,9 +99,9 @@ class HybridVectorStore(VectorStore):
     commits, ``get_by_ids`` reads committed documents by id; the searches return
     ``Document``\\ s as the module docstring describes, with the search's score.
     ``as_retriever()`` is LangChain's ``VectorStoreRetriever``
-    (``search_type`` ``"similarity"`` or ``"mmr"``; ``"similarity_score_threshold"`` needs
-    relevance scores in ``[0, 1]``, which fused scores are not, so it raises
-    NotImplementedError).
+    (``search_type`` ``"similarity"``, ``"mmr"``, or ``"similarity_score_threshold"``, whose
+    ``score_threshold`` compares the engine's relevance: the fused score on the [0, 1] scale
+    of every fusion method, ``HybridResult.relevance``, docs/fusion.md).
 
     Parameters
     ----------
@@ -223,6 +224,28 @@ class HybridVectorStore(VectorStore):
         """``similarity_search`` with each document's score (higher is better)."""
         options = check_search_options({"k": k, "filter": filter, **kwargs}, where="the search")
         return [(hit_document(hit), hit.score) for hit in _search(self.engine, query, options)]
+
+    def _similarity_search_with_relevance_scores(
+        self, query: str, k: int = DEFAULT_K, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """The ``k`` best documents with their relevance in [0, 1] (``HybridResult.relevance``),
+        best first: what LangChain's ``similarity_search_with_relevance_scores`` and the
+        ``"similarity_score_threshold"`` retriever filter by ``score_threshold``."""
+        options = check_search_options({"k": k, **kwargs}, where="the search")
+        result = self.engine.search(query, **options)
+        assert result.relevance is not None  # a search always sets it
+        return [
+            (hit_document(hit), float(value))
+            for hit, value in zip(result.hits()[0], result.relevance[0], strict=False)
+        ]
+
+    async def _asimilarity_search_with_relevance_scores(
+        self, query: str, k: int = DEFAULT_K, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """``_similarity_search_with_relevance_scores`` in an executor thread."""
+        return await run_in_executor(
+            None, self._similarity_search_with_relevance_scores, query, k, **kwargs
+        )
 
     def max_marginal_relevance_search(
         self,

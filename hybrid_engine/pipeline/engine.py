@@ -280,6 +280,7 @@ class HybridIndex(Lifecycle, EngineAttributes):
         strict: bool = False,
         budget_ms: float | None = None,
         offset: int = 0,
+        min_score: float | None = None,
     ) -> HybridResult:
         """Search every retriever, fuse their top ``depth``, optionally rerank the fused top
         ``rerank`` by the cross-encoder, optionally re-order by MMR.
@@ -356,6 +357,12 @@ class HybridIndex(Lifecycle, EngineAttributes):
             deeper, and a fusion that normalises scores over each leg's hits (DBSF, min-max)
             can then order a few hits differently; raise ``depth`` to page further
             consistently. 0: the first page.
+        min_score : float, optional
+            Leave out the fused hits whose relevance is below it: the fused score mapped onto
+            [0, 1] the same way for every fusion method (``HybridResult.relevance``; 1 is the
+            best score the method can give, e.g. every leg's first hit; docs/fusion.md
+            "Relevance"). Applied before reranking and MMR, so they only see hits above it; a
+            row is then short of ``k`` hits (padding) when fewer pass. None: no threshold.
 
         Returns
         -------
@@ -398,6 +405,7 @@ class HybridIndex(Lifecycle, EngineAttributes):
             strict=strict,
             budget_ms=budget_ms,
             offset=offset,
+            min_score=min_score,
         )
         state = self._state
         if query_vectors is not None:

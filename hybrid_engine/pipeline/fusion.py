@@ -17,6 +17,8 @@ DEFAULT_METHOD = "dbsf"
 """``fuse``'s method: the best average nDCG@10 of BM25 + dense over the five local collections
 (``scripts/fusion_report.py``; docs/fusion.md)."""
 
+RRF_K = 60
+"""RRF's rank offset: ``1 / (RRF_K + rank)`` (Cormack et al.'s 60)."""
 _CONVEX = ("minmax", "zscore", "dbsf")  # weights scaled to sum to 1
 _LAST = np.iinfo(np.int64).max  # sorts padding after every position
 
@@ -27,7 +29,7 @@ def fuse(
     *,
     method: str = DEFAULT_METHOD,
     weights: Sequence[float] | None = None,
-    rrf_k: int = 60,
+    rrf_k: int = RRF_K,
     depth: int | None = None,
 ) -> SearchResult:
     """Fuse the rankings of several retrievers over the same corpus positions, query by query.

@@ -48,6 +48,9 @@ class SearchPlan:
     offset : int
         Ranked hits skipped before the page: a search returns hits ``offset`` to ``k`` of
         its ranking.
+    min_score : float or None
+        Fused hits whose relevance (``relevance``) is below it are dropped before reranking
+        and MMR; None: none are.
     """
 
     k: int
@@ -62,6 +65,7 @@ class SearchPlan:
     strict: bool = False
     budget_ms: float | None = None
     offset: int = 0
+    min_score: float | None = None
 
     @classmethod
     def checked(
@@ -81,6 +85,7 @@ class SearchPlan:
         strict: bool = False,
         budget_ms: float | None = None,
         offset: int = 0,
+        min_score: float | None = None,
     ) -> SearchPlan:
         """The plan of ``HybridIndex.search``'s parameters (documented there) for an engine
         of ``retrievers`` whose reranker got ``verdict`` from its gate (None: no reranker).
@@ -125,6 +130,7 @@ class SearchPlan:
             strict=_check_strict(strict),
             budget_ms=check_budget(budget_ms),
             offset=offset,
+            min_score=_check_min_score(min_score),
         )
 
     def bounded(self, n_docs: int) -> SearchPlan:
@@ -157,3 +163,17 @@ def _check_strict(strict: object) -> bool:
     if not isinstance(strict, bool):
         raise TypeError(f"strict must be True or False, got {strict!r}")
     return strict
+
+
+def _check_min_score(min_score: object) -> float | None:
+    """``min_score`` when None or a number in [0, 1]; ValueError otherwise."""
+    if min_score is None:
+        return None
+    if isinstance(min_score, bool) or not isinstance(min_score, (int, float)):
+        raise TypeError(f"min_score must be None or a number in [0, 1], got {min_score!r}")
+    if not 0.0 <= min_score <= 1.0:
+        raise ValueError(
+            f"min_score must be in [0, 1] (the relevance scale of every fusion method, "
+            f"docs/fusion.md), got {min_score!r}"
+        )
+    return float(min_score)

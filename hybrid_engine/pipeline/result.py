@@ -35,6 +35,12 @@ class HybridResult(SearchResult):
         Why each stage of ``degraded`` and ``skipped`` was left out: ``"error: ..."``, ``"not
         loaded: ..."``, ``"budget"``, ``"timeout"``, ``"busy"`` (its abandoned call of an
         earlier search is still running), or the missing stage MMR needed.
+    relevance : numpy.ndarray or None
+        float32, the shape of ``scores``: each hit's fused score on the [0, 1] scale that
+        ``min_score`` compares with (``relevance.SCALES``; the same for every fusion method),
+        kept through reranking and MMR, which re-order by other scores; -inf on padding.
+    relevance_scale : str
+        How this search's fusion method maps onto that scale.
 
     ``ids`` and ``scores`` have ``min(k, live documents)`` columns (``SearchResult``). ``ids``
     are positions in the snapshot the search ran on; ``doc_ids`` and ``hits`` read the
@@ -46,6 +52,8 @@ class HybridResult(SearchResult):
     degraded: list[str] = field(default_factory=list, kw_only=True)
     skipped: list[str] = field(default_factory=list, kw_only=True)
     reasons: dict[str, str] = field(default_factory=dict, kw_only=True)
+    relevance: np.ndarray | None = field(default=None, repr=False, compare=False, kw_only=True)
+    relevance_scale: str = field(default="", kw_only=True)
 
     @cached_property
     def doc_ids(self) -> list[list[str]]:

@@ -21,6 +21,7 @@ from hybrid_engine.pipeline.fusion import fuse
 from hybrid_engine.pipeline.guard import StageRunner
 from hybrid_engine.pipeline.mmr import mmr
 from hybrid_engine.pipeline.plan import SearchPlan
+from hybrid_engine.pipeline.relevance import SCALES, above, relevance, relevance_of
 from hybrid_engine.pipeline.rerank import rerank
 from hybrid_engine.pipeline.result import HybridResult
 from hybrid_engine.protocols import PairScorer, SparseEncoder, TextEncoder
@@ -134,7 +135,10 @@ def run_search(
         raise runner.nothing_to_fuse() from runner.first_error
     if query_vectors is not None:
         dense_vectors = query_vectors[rows]
-    result = _fuse(runner, plan, found, retrievers, n)
+    result, weights = _fuse(runner, plan, found, retrievers, n)
+    fused, values = result, relevance(result.scores, plan.fusion, weights, len(found))
+    if plan.min_score is not None:
+        fused = result = above(result, values, plan.min_score)
     if reranking:
         assert plan.rerank is not None and models.reranker is not None
         texts, reranker, depth = SnapshotTexts(snapshot), models.reranker, plan.rerank
@@ -151,6 +155,8 @@ def run_search(
         result = _diversify(runner, plan, result, rows, n, dense_vectors, snapshot)
     runner.timings["total"] = (time.perf_counter() - start) * 1000
     page = slice(plan.offset, plan.k)
+    if result is not fused:  # reranked or diversified: each hit's relevance looked up
+        values = relevance_of(result.ids, fused.ids, values)
     return HybridResult(
         result.ids[:, page],
         result.scores[:, page],
@@ -159,6 +165,8 @@ def run_search(
         degraded=runner.degraded,
         skipped=runner.skipped,
         reasons=runner.reasons,
+        relevance=np.where(result.ids[:, page] != PAD_ID, values[:, page], -np.inf),
+        relevance_scale=SCALES[plan.fusion],
     )
 
 
@@ -168,10 +176,10 @@ def _fuse(
     found: dict[str, SearchResult],
     retrievers: Sequence[str],
     n_queries: int,
-) -> SearchResult:
-    """The fused ranking of the legs that answered, with their weights; equal weights when
-    those left are all 0 (a leg weighted 0 contributes nothing, so the search would be
-    empty)."""
+) -> tuple[SearchResult, list[float] | None]:
+    """The fused ranking of the legs that answered, and the weights it used (None: equal);
+    equal weights when those left are all 0 (a leg weighted 0 contributes nothing, so the
+    search would be empty)."""
     weights = None
     if plan.weights is not None:
         by_leg = dict(zip(retrievers, plan.weights, strict=True))
@@ -188,7 +196,7 @@ def _fuse(
         degradable=False,
     )
     assert fused is not None
-    return fused
+    return fused, weights
 
 
 def _diversify(

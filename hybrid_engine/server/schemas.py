@@ -92,6 +92,7 @@ class SearchRequest(BaseModel):
     queries: QueryBatch | SkipJsonSchema[None] = None
     k: int = Field(default=10, ge=1, le=MAX_K)
     offset: int | None = Field(default=None, ge=0, le=MAX_K)
+    min_score: float | None = Field(default=None, ge=0.0, le=1.0)
     filter: dict[str, Any] | None = None
     rerank: int | None = Field(default=None, ge=1, le=MAX_K)
     mmr: float | None = Field(default=None, ge=0.0, le=1.0)
