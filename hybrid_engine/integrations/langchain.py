@@ -16,7 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
@@ -69,8 +72,8 @@ class HybridRetriever(BaseRetriever):
 
     Notes
     -----
-    Thread-safe as ``HybridIndex.search`` is; LangChain's async ``ainvoke`` runs the search
-    in an executor thread.
+    Thread-safe as ``HybridIndex.search`` is; LangChain's async ``ainvoke`` awaits
+    ``HybridIndex.asearch``, which runs the search in a worker thread.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -89,6 +92,16 @@ class HybridRetriever(BaseRetriever):
         options = {"k": DEFAULT_K, **self.search_kwargs, **kwargs}
         check_search_options(options, where="the retriever's keyword arguments")
         return [hit_document(hit) for hit in _search(self.engine, query, options)]
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        """``_get_relevant_documents`` through ``HybridIndex.asearch``: ``ainvoke`` never
+        blocks the event loop."""
+        options = {"k": DEFAULT_K, **self.search_kwargs, **kwargs}
+        check_search_options(options, where="the retriever's keyword arguments")
+        result = await self.engine.asearch(query, **options)
+        return [hit_document(hit) for hit in result.hits()[0]]
 
 
 class HybridVectorStore(VectorStore):
@@ -224,6 +237,22 @@ class HybridVectorStore(VectorStore):
         """``similarity_search`` with each document's score (higher is better)."""
         options = check_search_options({"k": k, "filter": filter, **kwargs}, where="the search")
         return [(hit_document(hit), hit.score) for hit in _search(self.engine, query, options)]
+
+    async def asimilarity_search(
+        self, query: str, k: int = DEFAULT_K, filter: Any = None, **kwargs: Any
+    ) -> list[Document]:
+        """``similarity_search`` through ``HybridIndex.asearch`` (the event loop never
+        waits on the search)."""
+        scored = await self.asimilarity_search_with_score(query, k, filter, **kwargs)
+        return [doc for doc, _ in scored]
+
+    async def asimilarity_search_with_score(
+        self, query: str, k: int = DEFAULT_K, filter: Any = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """``similarity_search_with_score`` through ``HybridIndex.asearch``."""
+        options = check_search_options({"k": k, "filter": filter, **kwargs}, where="the search")
+        result = await self.engine.asearch(query, **options)
+        return [(hit_document(hit), hit.score) for hit in result.hits()[0]]
 
     def _similarity_search_with_relevance_scores(
         self, query: str, k: int = DEFAULT_K, **kwargs: Any

@@ -108,6 +108,17 @@ class HybridRetriever(BaseRetriever):
         )
         return [hit_node(hit) for hit in result.hits()[0]]
 
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """``_retrieve`` through ``HybridIndex.asearch``: LlamaIndex's ``aretrieve`` never
+        blocks its event loop."""
+        result = await self.engine.asearch(
+            query_bundle.query_str,
+            self.similarity_top_k,
+            filter=self.filter,
+            **self.search_options,
+        )
+        return [hit_node(hit) for hit in result.hits()[0]]
+
 
 def _engine_filter(filters: MetadataFilters | Mapping[str, Any] | Filter | None) -> Filter | None:
     """``HybridRetriever``'s ``filters``, compiled (``Filter.compile`` checks them now)."""

@@ -28,6 +28,7 @@ from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.cross_encoder import CrossEncoder
+from hybrid_engine.pipeline.asynchronous import AsyncEngine
 from hybrid_engine.pipeline.degradation import Health
 from hybrid_engine.pipeline.engine_attributes import EngineAttributes
 from hybrid_engine.pipeline.engine_format import engine_config, leg_config
@@ -47,7 +48,7 @@ class RerankerRefusedWarning(UserWarning):
     """A cross-encoder failed its validation gate; the engine serves the fused ranking."""
 
 
-class HybridIndex(Lifecycle, EngineAttributes):
+class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):
     """BM25, dense and SPLADE retrieval (any of them) over one live collection, fused into
     one ranking.
 

@@ -166,8 +166,8 @@ def create_app(
         metrics.observe_request(endpoint, response.status_code, time.perf_counter() - start)
         return response
 
-    def search(texts: list[str], options: Mapping[str, Any]) -> Rows:
-        result = engine.search(texts, **options)
+    async def search(texts: list[str], options: Mapping[str, Any]) -> Rows:
+        result = await engine.asearch(texts, **options)
         metrics.observe_stages(result.timings, len(texts), result.degraded, result.skipped)
         return result.hits(), dict(result.timings), list(result.degraded), list(result.skipped)
 

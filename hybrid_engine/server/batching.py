@@ -15,19 +15,18 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-from fastapi.concurrency import run_in_threadpool
 
 from hybrid_engine.live.snapshot import Hit
 
 Rows = tuple[list[list[Hit]], dict[str, float], list[str], list[str]]
 """One engine call's hits per query, its stage timings in milliseconds, and the stages it left
 out: failed (``degraded``) and skipped for its budget (``skipped``)."""
-Search = Callable[[list[str], Mapping[str, Any]], Rows]
-"""``(texts, options) -> Rows``: one engine call (``HybridIndex.search``)."""
+Search = Callable[[list[str], Mapping[str, Any]], Awaitable[Rows]]
+"""``await search(texts, options) -> Rows``: one engine call (``HybridIndex.asearch``, which
+runs the search in a worker thread)."""
 
 
 class BatcherFullError(RuntimeError):
@@ -152,7 +151,7 @@ class SearchBatcher:
     async def _run_alone(self, texts: list[str], options: Mapping[str, Any]) -> BatchedResult:
         self._running += 1
         try:
-            rows = await run_in_threadpool(self._search, texts, options)
+            rows = await self._search(texts, options)
         finally:
             self._finished()
         return BatchedResult.share(rows, 0, len(texts))
@@ -160,7 +159,7 @@ class SearchBatcher:
     async def _run_group(self, group: _Group) -> None:
         try:
             try:
-                rows = await run_in_threadpool(self._search, group.texts, group.options)
+                rows = await self._search(group.texts, group.options)
             except Exception as exc:
                 if len(group.waiters) > 1:
                     await self._run_each(group)
@@ -178,7 +177,7 @@ class SearchBatcher:
         for start, stop, future in group.waiters:
             try:
                 texts = group.texts[start:stop]
-                rows = await run_in_threadpool(self._search, texts, group.options)
+                rows = await self._search(texts, group.options)
             except Exception as exc:
                 if not future.done():
                     future.set_exception(exc)
