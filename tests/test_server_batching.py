@@ -30,15 +30,19 @@ from hybrid_engine.server.batching import (
 
 
 class FakeEngine:
-    """An engine call whose hit for text ``t`` is ``Hit(t, k)``; records each batch; holds
-    every call until ``release`` is set."""
+    """An async engine call whose hit for text ``t`` is ``Hit(t, k)``; records each batch;
+    holds every call until ``release`` is set."""
 
     def __init__(self) -> None:
         self.batches: list[tuple[list[str], dict[str, Any]]] = []
         self.release = threading.Event()
         self.entered = threading.Semaphore(0)
 
-    def __call__(self, texts: list[str], options: Mapping[str, Any]) -> Rows:
+    async def __call__(self, texts: list[str], options: Mapping[str, Any]) -> Rows:
+        """In a worker thread, as ``HybridIndex.asearch`` runs a search."""
+        return await asyncio.to_thread(self._call, texts, options)
+
+    def _call(self, texts: list[str], options: Mapping[str, Any]) -> Rows:
         self.batches.append((list(texts), dict(options)))
         self.entered.release()
         self.release.wait(timeout=10.0)
