@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 
 from hybrid_engine.live.snapshot import Hit
+from hybrid_engine.pipeline.facets import Facets
 
 SNIPPET_CHARS = 160
 """Characters of a hit's text shown in a listing (one line)."""
@@ -95,10 +96,27 @@ def print_hits(
         print(f"       {one_line(hit.text, SNIPPET_CHARS)}")
 
 
-def hits_json(query: str, hits: list[Hit], timings: Mapping[str, float]) -> str:
+def hits_json(
+    query: str, hits: list[Hit], timings: Mapping[str, float], facets: Facets | None = None
+) -> str:
     """One query's hits as one line of JSON: ``{"query", "hits": [{"id", "score", "title",
-    "text", "metadata"}], "timings_ms": {stage: ms}}``."""
-    return json.dumps(
-        {"query": query, "hits": [asdict(hit) for hit in hits], "timings_ms": dict(timings)},
-        ensure_ascii=False,
-    )
+    "text", "metadata"}], "timings_ms": {stage: ms}}``, and ``"facets": {field: [{"value",
+    "count"}]}`` when ``facets`` are given."""
+    record: dict[str, object] = {
+        "query": query,
+        "hits": [asdict(hit) for hit in hits],
+        "timings_ms": dict(timings),
+    }
+    if facets is not None:
+        record["facets"] = {
+            name: [{"value": value, "count": n} for value, n in pairs]
+            for name, pairs in facets.items()
+        }
+    return json.dumps(record, ensure_ascii=False)
+
+
+def print_facets(facets: Facets) -> None:
+    """Each field's value counts, most frequent first, one line per field."""
+    for name, pairs in facets.items():
+        counts = ", ".join(f"{value!r} {n}" for value, n in pairs) or "(no document holds it)"
+        print(f"  facet {name}: {counts}")

@@ -29,6 +29,14 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def field_list(text: str) -> list[str]:
+    """Comma-separated metadata field names (``--facets lang,year``), at least one."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected FIELD[,FIELD...], got {text!r}")
+    return names
+
+
 def unit_float(text: str) -> float:
     """A number in [0, 1] (``--mmr``)."""
     value = _number(text)

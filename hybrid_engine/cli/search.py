@@ -18,8 +18,9 @@ from hybrid_engine.cli._engine import (
 )
 from hybrid_engine.cli._engine import reranker as load_reranker
 from hybrid_engine.cli._live import STDIN
-from hybrid_engine.cli._output import hits_json, print_hits
+from hybrid_engine.cli._output import hits_json, print_facets, print_hits
 from hybrid_engine.cli._values import (
+    field_list,
     non_negative_int,
     parse_weights,
     positive_float,
@@ -54,6 +55,13 @@ def add_parser(subparsers: Any) -> None:
         default=0,
         help="hits skipped before the k shown: --offset 10 -k 10 is the second page (pages are "
         "slices of one ranking while offset + k <= --depth)",
+    )
+    p.add_argument(
+        "--facets",
+        type=field_list,
+        default=None,
+        metavar="FIELD,...",
+        help="count the values of these metadata fields over the documents each query matched",
     )
     p.add_argument(
         "--min-score",
@@ -232,10 +240,14 @@ def run(args: argparse.Namespace) -> int:
             budget_ms=args.budget_ms,
             offset=args.offset,
             min_score=args.min_score,
+            facets=args.facets,
         )
         hits = result.hits()[0]
+        facets = result.facets[0] if result.facets is not None else None
         if args.json:
-            print(hits_json(query, hits, result.timings))
+            print(hits_json(query, hits, result.timings, facets))
         else:
             print_hits(query, hits, result.timings, filtered=where is not None, offset=args.offset)
+            if facets is not None:
+                print_facets(facets)
     return 0

@@ -32,6 +32,7 @@ from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.statistics import TermMap, live_counts, scored_views
 from hybrid_engine.live.topk import merge_top_k
 from hybrid_engine.metadata import Filter
+from hybrid_engine.metadata.values import MISSING
 from hybrid_engine.packed import PackedStrings
 from hybrid_engine.results import SearchResult, SparseVectors, hits_width
 
@@ -225,6 +226,28 @@ class Snapshot:
             ]
 
         return self._per_segment(positions, hits)
+
+    def field_values(self, field: str, positions: np.ndarray) -> list[list[object]]:
+        """The values of metadata ``field`` each document at global ``positions`` (int64, none
+        padding) holds, in that order: a scalar as a list of one, a list as it is, none for
+        a document without the field."""
+
+        def read(docs: LiveDocuments, rows: np.ndarray, _: np.ndarray) -> list[list[object]]:
+            column = docs.metadata.column(field)
+            if column is None:
+                return [[] for _ in rows]
+            values: list[list[object]] = []
+            for row in rows.tolist():
+                if column.state[row] == MISSING:
+                    values.append([])
+                else:
+                    value = column.value(row)
+                    values.append(value if isinstance(value, list) else [value])
+            return values
+
+        if len(positions) == 0:
+            return []
+        return self._per_segment(positions, read)
 
     def _per_segment(
         self,

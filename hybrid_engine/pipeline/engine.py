@@ -282,6 +282,7 @@ class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):
         budget_ms: float | None = None,
         offset: int = 0,
         min_score: float | None = None,
+        facets: Sequence[str] | None = None,
     ) -> HybridResult:
         """Search every retriever, fuse their top ``depth``, optionally rerank the fused top
         ``rerank`` by the cross-encoder, optionally re-order by MMR.
@@ -364,6 +365,11 @@ class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):
             best score the method can give, e.g. every leg's first hit; docs/fusion.md
             "Relevance"). Applied before reranking and MMR, so they only see hits above it; a
             row is then short of ``k`` hits (padding) when fewer pass. None: no threshold.
+        facets : list of str, optional
+            Metadata fields to count values of over the documents the search matched: every
+            fused candidate (each leg's top ``depth`` inside the filter, above ``min_score``),
+            not just the ``k`` returned (``HybridResult.facets``; docs/filters.md "Facets").
+            None: no counts.
 
         Returns
         -------
@@ -407,6 +413,7 @@ class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):
             budget_ms=budget_ms,
             offset=offset,
             min_score=min_score,
+            facets=facets,
         )
         state = self._state
         if query_vectors is not None:

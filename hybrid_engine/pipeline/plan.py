@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from hybrid_engine.checks import check_int, check_k
 from hybrid_engine.metadata import Filter
 from hybrid_engine.pipeline.budget import check_budget
+from hybrid_engine.pipeline.facets import check_facets
 from hybrid_engine.pipeline.fusion import check_method, check_weights
 from hybrid_engine.pipeline.legs import leg_weights
 from hybrid_engine.pipeline.rerank import RerankerVerdict, check_blend
@@ -51,6 +52,9 @@ class SearchPlan:
     min_score : float or None
         Fused hits whose relevance (``relevance``) is below it are dropped before reranking
         and MMR; None: none are.
+    facets : tuple of str or None
+        Metadata fields whose values are counted over the fused candidates (``facets``);
+        None: no counts.
     """
 
     k: int
@@ -66,6 +70,7 @@ class SearchPlan:
     budget_ms: float | None = None
     offset: int = 0
     min_score: float | None = None
+    facets: tuple[str, ...] | None = None
 
     @classmethod
     def checked(
@@ -86,6 +91,7 @@ class SearchPlan:
         budget_ms: float | None = None,
         offset: int = 0,
         min_score: float | None = None,
+        facets: Sequence[str] | None = None,
     ) -> SearchPlan:
         """The plan of ``HybridIndex.search``'s parameters (documented there) for an engine
         of ``retrievers`` whose reranker got ``verdict`` from its gate (None: no reranker).
@@ -131,6 +137,7 @@ class SearchPlan:
             budget_ms=check_budget(budget_ms),
             offset=offset,
             min_score=_check_min_score(min_score),
+            facets=check_facets(facets),
         )
 
     def bounded(self, n_docs: int) -> SearchPlan:

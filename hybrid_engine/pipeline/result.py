@@ -10,6 +10,7 @@ from typing import TypeVar
 import numpy as np
 
 from hybrid_engine.live.snapshot import Hit, Snapshot
+from hybrid_engine.pipeline.facets import Facets
 from hybrid_engine.results import PAD_ID, SearchResult
 
 _T = TypeVar("_T")
@@ -41,6 +42,9 @@ class HybridResult(SearchResult):
         kept through reranking and MMR, which re-order by other scores; -inf on padding.
     relevance_scale : str
         How this search's fusion method maps onto that scale.
+    facets : list of dict or None
+        With ``search(facets=[...])``, per query, each field's ``(value, count)`` pairs over
+        the documents the search matched (``facets``), most frequent first; else None.
 
     ``ids`` and ``scores`` have ``min(k, live documents)`` columns (``SearchResult``). ``ids``
     are positions in the snapshot the search ran on; ``doc_ids`` and ``hits`` read the
@@ -54,6 +58,7 @@ class HybridResult(SearchResult):
     reasons: dict[str, str] = field(default_factory=dict, kw_only=True)
     relevance: np.ndarray | None = field(default=None, repr=False, compare=False, kw_only=True)
     relevance_scale: str = field(default="", kw_only=True)
+    facets: list[Facets] | None = field(default=None, repr=False, compare=False, kw_only=True)
 
     @cached_property
     def doc_ids(self) -> list[list[str]]:

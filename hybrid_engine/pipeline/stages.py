@@ -17,6 +17,7 @@ from hybrid_engine.checks import nonblank_rows
 from hybrid_engine.dense.encoding import QUERY, sided
 from hybrid_engine.live.snapshot import Masks, Snapshot
 from hybrid_engine.pipeline.degradation import Health
+from hybrid_engine.pipeline.facets import Facets, count_facets
 from hybrid_engine.pipeline.fusion import fuse
 from hybrid_engine.pipeline.guard import StageRunner
 from hybrid_engine.pipeline.mmr import mmr
@@ -139,6 +140,10 @@ def run_search(
     fused, values = result, relevance(result.scores, plan.fusion, weights, len(found))
     if plan.min_score is not None:
         fused = result = above(result, values, plan.min_score)
+    facets = None
+    if plan.facets is not None:  # counted over every candidate, then the head goes on
+        facets = _counted(runner, snapshot, fused, plan.facets, n)
+        result = SearchResult(fused.ids[:, : plan.candidates], fused.scores[:, : plan.candidates])
     if reranking:
         assert plan.rerank is not None and models.reranker is not None
         texts, reranker, depth = SnapshotTexts(snapshot), models.reranker, plan.rerank
@@ -167,6 +172,7 @@ def run_search(
         reasons=runner.reasons,
         relevance=np.where(result.ids[:, page] != PAD_ID, values[:, page], -np.inf),
         relevance_scale=SCALES[plan.fusion],
+        facets=facets,
     )
 
 
@@ -186,17 +192,36 @@ def _fuse(
         weights = [by_leg[name] for name in found]
         weights = weights if any(weights) else None
     results = list(found.values())
+    # With facets, every candidate: they count over all of them.
+    kept = plan.candidates if plan.facets is None else sum(r.ids.shape[1] for r in results)
     fused = runner.run(
         "fusion",
-        lambda: fuse(
-            results, plan.candidates, method=plan.fusion, weights=weights, depth=plan.width
-        ),
+        lambda: fuse(results, max(kept, 1), method=plan.fusion, weights=weights, depth=plan.width),
         n_queries,
         optional=False,
         degradable=False,
     )
     assert fused is not None
     return fused, weights
+
+
+def _counted(
+    runner: StageRunner,
+    snapshot: Snapshot,
+    fused: SearchResult,
+    fields: tuple[str, ...],
+    n_queries: int,
+) -> list[Facets]:
+    """The facet counts of each query's fused candidates, timed as the ``"facets"`` stage."""
+    counts = runner.run(
+        "facets",
+        lambda: count_facets(snapshot, fused.ids, fields),
+        n_queries,
+        optional=False,
+        degradable=False,
+    )
+    assert counts is not None
+    return counts
 
 
 def _diversify(

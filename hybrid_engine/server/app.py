@@ -33,6 +33,7 @@ from hybrid_engine.errors import (
     UnknownIdError,
 )
 from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.pipeline.facets import Facets
 from hybrid_engine.server.api_docs import add_api_docs
 from hybrid_engine.server.batching import BatcherFullError, BatchPolicy, Rows, SearchBatcher
 from hybrid_engine.server.guards import require_json, validation_failed
@@ -53,6 +54,7 @@ from hybrid_engine.server.schemas import (
     StagedCounts,
     StagedResponse,
     StatsResponse,
+    facets_out,
 )
 from hybrid_engine.server.stats import index_stats
 
@@ -169,7 +171,13 @@ def create_app(
     async def search(texts: list[str], options: Mapping[str, Any]) -> Rows:
         result = await engine.asearch(texts, **options)
         metrics.observe_stages(result.timings, len(texts), result.degraded, result.skipped)
-        return result.hits(), dict(result.timings), list(result.degraded), list(result.skipped)
+        return (
+            result.hits(),
+            dict(result.timings),
+            list(result.degraded),
+            list(result.skipped),
+            result.facets,
+        )
 
     # Without batching every request runs at once, alone (as many as the threadpool runs).
     unbatched = BatchPolicy(max_batch=1, max_running=2**30)
@@ -181,9 +189,14 @@ def create_app(
         texts = body.texts()
         with engine_errors():
             answer = await batcher.search(texts, body.options())
+        facets: list[Facets | None] = [None] * len(texts)
+        if answer.facets is not None:
+            facets = list(answer.facets)
         results = [
-            QueryResult(query=text, hits=[HitOut(**vars(hit)) for hit in hits])
-            for text, hits in zip(texts, answer.hits, strict=True)
+            QueryResult(
+                query=text, hits=[HitOut(**vars(hit)) for hit in hits], facets=facets_out(counts)
+            )
+            for text, hits, counts in zip(texts, answer.hits, facets, strict=True)
         ]
         return SearchResponse(
             results=results,

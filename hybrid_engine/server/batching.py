@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hybrid_engine.live.snapshot import Hit
+from hybrid_engine.pipeline.facets import Facets
 
-Rows = tuple[list[list[Hit]], dict[str, float], list[str], list[str]]
-"""One engine call's hits per query, its stage timings in milliseconds, and the stages it left
-out: failed (``degraded``) and skipped for its budget (``skipped``)."""
+Rows = tuple[list[list[Hit]], dict[str, float], list[str], list[str], list[Facets] | None]
+"""One engine call's hits per query, its stage timings in milliseconds, the stages it left
+out: failed (``degraded``) and skipped for its budget (``skipped``), and its facet counts per
+query (None when none were asked)."""
 Search = Callable[[list[str], Mapping[str, Any]], Awaitable[Rows]]
 """``await search(texts, options) -> Rows``: one engine call (``HybridIndex.asearch``, which
 runs the search in a worker thread)."""
@@ -73,6 +75,8 @@ class BatchedResult:
         Queries the engine call answered.
     degraded, skipped : list of str
         The stages the engine call left out: failed, and skipped to keep its budget.
+    facets : list of dict or None
+        The request's queries' facet counts (``HybridResult.facets``), or None.
     """
 
     hits: list[list[Hit]]
@@ -80,12 +84,14 @@ class BatchedResult:
     batch_size: int
     degraded: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    facets: list[Facets] | None = None
 
     @classmethod
     def share(cls, rows: Rows, start: int, stop: int) -> BatchedResult:
         """Rows ``start:stop`` of an engine call's ``rows``."""
-        hits, timings, degraded, skipped = rows
-        return cls(hits[start:stop], timings, len(hits), degraded, skipped)
+        hits, timings, degraded, skipped, facets = rows
+        mine = facets[start:stop] if facets is not None else None
+        return cls(hits[start:stop], timings, len(hits), degraded, skipped, mine)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from hybrid_engine.ids import MAX_ID_CHARS, RULE, id_problem
 from hybrid_engine.live import StagedChanges
+from hybrid_engine.pipeline.facets import MAX_FACETS, Facets
 from hybrid_engine.pipeline.fusion import METHODS
 
 MAX_QUERIES = 64
@@ -33,6 +34,8 @@ MAX_BUDGET_MS = 600_000.0
 
 
 QueryText = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+FieldName = Annotated[str, Field(min_length=1, max_length=MAX_TITLE_CHARS)]
+"""A metadata field's name (``facets``)."""
 """A query of a batch."""
 QueryBatch = Annotated[list[QueryText], Field(min_length=1, max_length=MAX_QUERIES)]
 """The queries of one request."""
@@ -93,6 +96,7 @@ class SearchRequest(BaseModel):
     k: int = Field(default=10, ge=1, le=MAX_K)
     offset: int | None = Field(default=None, ge=0, le=MAX_K)
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    facets: list[FieldName] | None = Field(default=None, min_length=1, max_length=MAX_FACETS)
     filter: dict[str, Any] | None = None
     rerank: int | None = Field(default=None, ge=1, le=MAX_K)
     mmr: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -128,11 +132,30 @@ class HitOut(BaseModel):
     metadata: dict[str, Any]
 
 
+class FacetCount(BaseModel):
+    """How many of the documents a search matched hold one value of a field."""
+
+    value: str | int | float | bool | None
+    count: int
+
+
 class QueryResult(BaseModel):
-    """One query's hits, best first."""
+    """One query's hits, best first, and, when ``facets`` were asked, each field's value
+    counts over the documents it matched, most frequent first (``HybridResult.facets``)."""
 
     query: str
     hits: list[HitOut]
+    facets: dict[str, list[FacetCount]] | None = None
+
+
+def facets_out(counts: Facets | None) -> dict[str, list[FacetCount]] | None:
+    """One query's ``HybridResult.facets`` entry as the response's."""
+    if counts is None:
+        return None
+    return {
+        name: [FacetCount(value=value, count=n) for value, n in pairs]
+        for name, pairs in counts.items()
+    }
 
 
 class SearchResponse(BaseModel):
