@@ -72,11 +72,7 @@ def test_facets_count_the_matched_documents(
     assert result.facets is not None
     for row, query in enumerate(QUERIES):
         hits = oracle.search([query], N_DOCS)
-        matched = [
-            docs[int(i)]
-            for i in hits.ids[0]
-            if i != PAD_ID and int(i) in allowed
-        ][:depth]
+        matched = [docs[int(i)] for i in hits.ids[0] if i != PAD_ID and int(i) in allowed][:depth]
         expected = _expected(matched, FIELDS)
         assert result.facets[row] == expected
         assert sum(n for _, n in expected["group"]) == len(matched)
@@ -97,7 +93,8 @@ def test_facets_follow_min_score_and_leave_the_hits_alone(engine: HybridIndex) -
 
 
 @pytest.mark.parametrize(
-    ("facets", "error"), [("lang", TypeError), ([], ValueError), ([""], TypeError), ([3], TypeError)]
+    ("facets", "error"),
+    [("lang", TypeError), ([], ValueError), ([""], TypeError), ([3], TypeError)],
 )
 def test_bad_facets_are_refused(engine: HybridIndex, facets: object, error: type) -> None:
     with pytest.raises(error, match="facets"):
