@@ -25,6 +25,7 @@ from hybrid_engine.corpus import DocIds
 from hybrid_engine.dense.index import DenseIndex, joined_exact
 from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.ids import check_ids
+from hybrid_engine.lexical.analysis import Analyzer
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.lexical.statistics import CollectionStats
 from hybrid_engine.live.documents import LiveDocuments, packed, without_title
@@ -226,6 +227,15 @@ class Snapshot:
             ]
 
         return self._per_segment(positions, hits)
+
+    @cached_property
+    def text_analyzer(self) -> Analyzer:
+        """The analyzer of the BM25 leg (its settings, in every segment the same), the
+        default one without the leg: what highlights mark words by."""
+        for segment in self.segments:
+            if segment.bm25 is not None:
+                return Analyzer(segment.bm25.analyzer)
+        return Analyzer()
 
     def field_values(self, field: str, positions: np.ndarray) -> list[list[object]]:
         """The values of metadata ``field`` each document at global ``positions`` (int64, none

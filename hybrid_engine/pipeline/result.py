@@ -9,8 +9,10 @@ from typing import TypeVar
 
 import numpy as np
 
+from hybrid_engine.checks import check_int
 from hybrid_engine.live.snapshot import Hit, Snapshot
 from hybrid_engine.pipeline.facets import Facets
+from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight
 from hybrid_engine.results import PAD_ID, SearchResult
 
 _T = TypeVar("_T")
@@ -45,6 +47,8 @@ class HybridResult(SearchResult):
     facets : list of dict or None
         With ``search(facets=[...])``, per query, each field's ``(value, count)`` pairs over
         the documents the search matched (``facets``), most frequent first; else None.
+    queries : list of str or None
+        The query texts searched (what ``highlights`` marks).
 
     ``ids`` and ``scores`` have ``min(k, live documents)`` columns (``SearchResult``). ``ids``
     are positions in the snapshot the search ran on; ``doc_ids`` and ``hits`` read the
@@ -59,6 +63,7 @@ class HybridResult(SearchResult):
     relevance: np.ndarray | None = field(default=None, repr=False, compare=False, kw_only=True)
     relevance_scale: str = field(default="", kw_only=True)
     facets: list[Facets] | None = field(default=None, repr=False, compare=False, kw_only=True)
+    queries: list[str] | None = field(default=None, repr=False, compare=False, kw_only=True)
 
     @cached_property
     def doc_ids(self) -> list[list[str]]:
@@ -77,6 +82,48 @@ class HybridResult(SearchResult):
         same ``Hit`` objects.
         """
         return [list(row) for row in self._hits]
+
+    def highlights(
+        self,
+        *,
+        chars: int = SNIPPET_CHARS,
+        pre: str = "<mark>",
+        post: str = "</mark>",
+        escape: bool = True,
+    ) -> list[list[str]]:
+        """Each hit's snippet, aligned with ``hits()``: about ``chars`` characters of its
+        text around the stretch with the most words matching the query, those wrapped in
+        ``pre`` and ``post`` (``highlight.highlight``: a word matches when the index's BM25
+        analyzer turns it into a query term, so a stemmed or folded match marks the word as
+        written), the text HTML-escaped unless ``escape`` is False.
+
+        Raises
+        ------
+        ValueError
+            ``chars < 1``, or the result was not returned by ``HybridIndex.search``.
+        """
+        check_int("chars", chars, 1)
+        if self.queries is None:
+            raise ValueError("this result was not returned by HybridIndex.search: no queries")
+        analyzer = self._documents().text_analyzer
+        out = []
+        for query, row in zip(self.queries, self._hits, strict=True):
+            terms = set(analyzer.analyze(query))
+            out.append(
+                [
+                    highlight(
+                        hit.text,
+                        terms,
+                        analyzer.analyze,
+                        chars=chars,
+                        pre=pre,
+                        post=post,
+                        escape=escape,
+                    )
+                    for hit in row
+                ]
+            )
+        return out
 
     @cached_property
     def _hits(self) -> list[list[Hit]]:

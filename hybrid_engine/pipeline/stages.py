@@ -173,6 +173,7 @@ def run_search(
         relevance=np.where(result.ids[:, page] != PAD_ID, values[:, page], -np.inf),
         relevance_scale=SCALES[plan.fusion],
         facets=facets,
+        queries=queries,
     )
 
 

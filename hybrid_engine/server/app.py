@@ -169,7 +169,8 @@ def create_app(
         return response
 
     async def search(texts: list[str], options: Mapping[str, Any]) -> Rows:
-        result = await engine.asearch(texts, **options)
+        searched = {name: value for name, value in options.items() if name != "highlight"}
+        result = await engine.asearch(texts, **searched)
         metrics.observe_stages(result.timings, len(texts), result.degraded, result.skipped)
         return (
             result.hits(),
@@ -177,6 +178,7 @@ def create_app(
             list(result.degraded),
             list(result.skipped),
             result.facets,
+            result.highlights() if options.get("highlight") else None,
         )
 
     # Without batching every request runs at once, alone (as many as the threadpool runs).
@@ -192,11 +194,19 @@ def create_app(
         facets: list[Facets | None] = [None] * len(texts)
         if answer.facets is not None:
             facets = list(answer.facets)
+        marks: list[list[str | None]] = [[None] * len(hits) for hits in answer.hits]
+        if answer.highlights is not None:
+            marks = [list(row) for row in answer.highlights]
         results = [
             QueryResult(
-                query=text, hits=[HitOut(**vars(hit)) for hit in hits], facets=facets_out(counts)
+                query=text,
+                hits=[
+                    HitOut(**vars(hit), highlight=mark)
+                    for hit, mark in zip(hits, row_marks, strict=True)
+                ],
+                facets=facets_out(counts),
             )
-            for text, hits, counts in zip(texts, answer.hits, facets, strict=True)
+            for text, hits, counts, row_marks in zip(texts, answer.hits, facets, marks, strict=True)
         ]
         return SearchResponse(
             results=results,

@@ -22,10 +22,17 @@ from typing import Any
 from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.pipeline.facets import Facets
 
-Rows = tuple[list[list[Hit]], dict[str, float], list[str], list[str], list[Facets] | None]
+Rows = tuple[
+    list[list[Hit]],
+    dict[str, float],
+    list[str],
+    list[str],
+    list[Facets] | None,
+    list[list[str]] | None,
+]
 """One engine call's hits per query, its stage timings in milliseconds, the stages it left
-out: failed (``degraded``) and skipped for its budget (``skipped``), and its facet counts per
-query (None when none were asked)."""
+out: failed (``degraded``) and skipped for its budget (``skipped``), its facet counts per
+query and each hit's highlighted snippet (each None when not asked)."""
 Search = Callable[[list[str], Mapping[str, Any]], Awaitable[Rows]]
 """``await search(texts, options) -> Rows``: one engine call (``HybridIndex.asearch``, which
 runs the search in a worker thread)."""
@@ -77,6 +84,8 @@ class BatchedResult:
         The stages the engine call left out: failed, and skipped to keep its budget.
     facets : list of dict or None
         The request's queries' facet counts (``HybridResult.facets``), or None.
+    highlights : list of list of str or None
+        Each hit's highlighted snippet (``HybridResult.highlights``), or None.
     """
 
     hits: list[list[Hit]]
@@ -85,13 +94,21 @@ class BatchedResult:
     degraded: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     facets: list[Facets] | None = None
+    highlights: list[list[str]] | None = None
 
     @classmethod
     def share(cls, rows: Rows, start: int, stop: int) -> BatchedResult:
         """Rows ``start:stop`` of an engine call's ``rows``."""
-        hits, timings, degraded, skipped, facets = rows
-        mine = facets[start:stop] if facets is not None else None
-        return cls(hits[start:stop], timings, len(hits), degraded, skipped, mine)
+        hits, timings, degraded, skipped, facets, highlights = rows
+        return cls(
+            hits[start:stop],
+            timings,
+            len(hits),
+            degraded,
+            skipped,
+            facets[start:stop] if facets is not None else None,
+            highlights[start:stop] if highlights is not None else None,
+        )
 
 
 @dataclass

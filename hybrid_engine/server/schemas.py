@@ -97,6 +97,7 @@ class SearchRequest(BaseModel):
     offset: int | None = Field(default=None, ge=0, le=MAX_K)
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
     facets: list[FieldName] | None = Field(default=None, min_length=1, max_length=MAX_FACETS)
+    highlight: bool | None = None
     filter: dict[str, Any] | None = None
     rerank: int | None = Field(default=None, ge=1, le=MAX_K)
     mmr: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -123,13 +124,16 @@ class SearchRequest(BaseModel):
 
 
 class HitOut(BaseModel):
-    """One hit: the document's id, its score in the result, title, text and metadata."""
+    """One hit: the document's id, its score in the result, title, text and metadata; when
+    the request asked for ``highlight`` (else absent), its snippet with the query's matching
+    words in ``<mark>`` (HTML-escaped, ``HybridResult.highlights``)."""
 
     id: str
     score: float
     title: str
     text: str
     metadata: dict[str, Any]
+    highlight: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class FacetCount(BaseModel):
@@ -140,12 +144,15 @@ class FacetCount(BaseModel):
 
 
 class QueryResult(BaseModel):
-    """One query's hits, best first, and, when ``facets`` were asked, each field's value
-    counts over the documents it matched, most frequent first (``HybridResult.facets``)."""
+    """One query's hits, best first, and, when ``facets`` were asked (else absent), each
+    field's value counts over the documents it matched, most frequent first
+    (``HybridResult.facets``)."""
 
     query: str
     hits: list[HitOut]
-    facets: dict[str, list[FacetCount]] | None = None
+    facets: dict[str, list[FacetCount]] | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
 
 
 def facets_out(counts: Facets | None) -> dict[str, list[FacetCount]] | None:

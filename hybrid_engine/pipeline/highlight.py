@@ -1,0 +1,98 @@
+"""Highlights: a snippet of a hit's text around its best-matching stretch, the words that
+match the query marked.
+
+Analyzer-aware: a word is marked when the index's own analyzer (``lexical.Analyzer``, the
+BM25 leg's settings) turns it into one of the query's terms, so "running" in the text is
+marked for the query "runs" under an English stemmer, and "ñandú" for "nandu" when accents
+fold. Words are the runs of Unicode word characters (``\\w+``); each distinct word is analysed
+once per call.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
+
+WORD = re.compile(r"\w+")
+SNIPPET_CHARS = 200
+"""Characters of text a snippet shows by default (more where a word straddles its ends)."""
+ELLIPSIS = "…"
+
+
+def highlight(
+    text: str,
+    query_terms: set[str],
+    analyze: Callable[[str], list[str]],
+    *,
+    chars: int = SNIPPET_CHARS,
+    pre: str = "<mark>",
+    post: str = "</mark>",
+    escape: bool = True,
+) -> str:
+    """The snippet of ``text`` of about ``chars`` characters holding the most words that
+    match ``query_terms``, each wrapped in ``pre`` and ``post``, an ellipsis where it cuts the
+    text; the text's start when nothing matches.
+
+    Parameters
+    ----------
+    text : str
+        The hit's text.
+    query_terms : set of str
+        The query's terms, as ``analyze`` gives them.
+    analyze : callable
+        The index's analyzer: a word to its terms.
+    chars : int
+        The snippet's length in characters, >= 1.
+    pre, post : str
+        Put around each matching word.
+    escape : bool
+        HTML-escape the text (not ``pre`` and ``post``): the snippet is then safe to put in a
+        page as it is.
+    """
+    spans = [match.span() for match in WORD.finditer(text)]
+    terms: dict[str, bool] = {}
+    marked = []
+    for start, end in spans:
+        word = text[start:end]
+        if word not in terms:
+            terms[word] = any(term in query_terms for term in analyze(word))
+        if terms[word]:
+            marked.append((start, end))
+    begin, end = _window(text, spans, marked, chars)
+    pieces = [ELLIPSIS] if begin > 0 else []
+    at = begin
+    for start, stop in marked:
+        if start < begin or stop > end:
+            continue
+        pieces += [_piece(text[at:start], escape), pre, _piece(text[start:stop], escape), post]
+        at = stop
+    pieces.append(_piece(text[at:end], escape))
+    if end < len(text):
+        pieces.append(ELLIPSIS)
+    return "".join(pieces)
+
+
+def _piece(text: str, escape: bool) -> str:
+    return html.escape(text, quote=False) if escape else text
+
+
+def _window(
+    text: str, spans: list[tuple[int, int]], marked: list[tuple[int, int]], chars: int
+) -> tuple[int, int]:
+    """``[begin, end)`` of the snippet: about ``chars`` characters starting at the matching
+    word that begins the most matches within that length (the text's start without one), cut
+    at word ends (never inside a word)."""
+    if len(text) <= chars:
+        return 0, len(text)
+    begin, best = 0, 0
+    for i, (start, _) in enumerate(marked):
+        inside = sum(1 for s, e in marked[i:] if e <= start + chars)
+        if inside > best:
+            begin, best = start, inside
+    if best:  # start a little before the first match, at the start of the word there
+        lead = max(0, begin - chars // 5)
+        begin = max((s for s, _ in spans if s <= lead), default=0)
+    end = begin + chars
+    inside_word = next((e for s, e in spans if s < end < e), None)
+    return begin, min(len(text), inside_word if inside_word is not None else end)
