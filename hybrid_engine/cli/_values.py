@@ -4,6 +4,7 @@ error naming the flag, ``argument --depth: expected an integer >= 1, got 0``."""
 from __future__ import annotations
 
 import argparse
+import json
 import math
 
 
@@ -26,6 +27,17 @@ def non_negative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def json_object(text: str) -> dict[str, object]:
+    """A JSON object (``--decay``)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r} ({exc})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
     return value
 
 

@@ -21,6 +21,7 @@ from hybrid_engine.cli._live import STDIN
 from hybrid_engine.cli._output import hits_json, print_facets, print_hits
 from hybrid_engine.cli._values import (
     field_list,
+    json_object,
     non_negative_int,
     parse_weights,
     positive_float,
@@ -62,6 +63,20 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         metavar="FIELD,...",
         help="count the values of these metadata fields over the documents each query matched",
+    )
+    p.add_argument(
+        "--decay",
+        type=json_object,
+        default=None,
+        metavar="JSON",
+        help='rescore by a numeric or date field, e.g. \'{"field": "year", "origin": 2024, '
+        '"scale": 5}\' (docs/fusion.md, Rescoring)',
+    )
+    p.add_argument(
+        "--expression",
+        default=None,
+        help="rescore by a formula over score, fused, decay and numeric fields, e.g. "
+        "'score * decay'",
     )
     p.add_argument(
         "--min-score",
@@ -241,6 +256,8 @@ def run(args: argparse.Namespace) -> int:
             offset=args.offset,
             min_score=args.min_score,
             facets=args.facets,
+            decay=args.decay,
+            expression=args.expression,
         )
         hits = result.hits()[0]
         facets = result.facets[0] if result.facets is not None else None

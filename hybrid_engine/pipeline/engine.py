@@ -283,6 +283,8 @@ class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):
         offset: int = 0,
         min_score: float | None = None,
         facets: Sequence[str] | None = None,
+        decay: Mapping[str, Any] | None = None,
+        expression: str | None = None,
     ) -> HybridResult:
         """Search every retriever, fuse their top ``depth``, optionally rerank the fused top
         ``rerank`` by the cross-encoder, optionally re-order by MMR.
@@ -370,6 +372,22 @@ class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):
             fused candidate (each leg's top ``depth`` inside the filter, above ``min_score``),
             not just the ``k`` returned (``HybridResult.facets``; docs/filters.md "Facets").
             None: no counts.
+        decay : dict, optional
+            Rescore the fused candidates by how far a numeric or date metadata field is from
+            an origin: ``{"field": "year", "origin": 2024, "scale": 5, "offset": 0,
+            "decay": 0.5, "function": "gauss"}`` (``"linear"``, ``"exp"``, ``"gauss"``, as
+            Elasticsearch's; a date field holds ISO-8601 strings, ``origin`` may be
+            ``"now"``, ``scale`` and ``offset`` count days); the new score is the relevance
+            times the factor (1 for a document without the field), and the candidates are
+            re-ordered by it before reranking and MMR (docs/fusion.md "Rescoring"). None: no
+            decay.
+        expression : str, optional
+            Rescore the fused candidates by a formula over ``score`` (the relevance),
+            ``fused`` (the fused score), ``decay`` (the decay factor) and numeric metadata
+            fields by name, with ``+ - * / **`` and ``min``, ``max``, ``abs``, ``log``,
+            ``exp``, ``sqrt``, e.g. ``"score * decay + 0.1 * log(1 + citations)"``; parsed, never
+            evaluated as Python (``rescore.check_expression``). None: the relevance (times
+            the decay).
 
         Returns
         -------
@@ -414,6 +432,8 @@ class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):
             offset=offset,
             min_score=min_score,
             facets=facets,
+            decay=decay,
+            expression=expression,
         )
         state = self._state
         if query_vectors is not None:

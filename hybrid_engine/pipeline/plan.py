@@ -13,6 +13,7 @@ from hybrid_engine.pipeline.facets import check_facets
 from hybrid_engine.pipeline.fusion import check_method, check_weights
 from hybrid_engine.pipeline.legs import leg_weights
 from hybrid_engine.pipeline.rerank import RerankerVerdict, check_blend
+from hybrid_engine.pipeline.rescore import Decay, Expression, check_decay, check_expression
 from hybrid_engine.results import hits_width
 
 
@@ -55,6 +56,8 @@ class SearchPlan:
     facets : tuple of str or None
         Metadata fields whose values are counted over the fused candidates (``facets``);
         None: no counts.
+    decay, expression : Decay, Expression or None
+        The rescoring of the fused candidates (``rescore``); None: none.
     """
 
     k: int
@@ -71,6 +74,8 @@ class SearchPlan:
     offset: int = 0
     min_score: float | None = None
     facets: tuple[str, ...] | None = None
+    decay: Decay | None = None
+    expression: Expression | None = None
 
     @classmethod
     def checked(
@@ -92,6 +97,8 @@ class SearchPlan:
         offset: int = 0,
         min_score: float | None = None,
         facets: Sequence[str] | None = None,
+        decay: Mapping[str, Any] | None = None,
+        expression: str | None = None,
     ) -> SearchPlan:
         """The plan of ``HybridIndex.search``'s parameters (documented there) for an engine
         of ``retrievers`` whose reranker got ``verdict`` from its gate (None: no reranker).
@@ -138,6 +145,8 @@ class SearchPlan:
             offset=offset,
             min_score=_check_min_score(min_score),
             facets=check_facets(facets),
+            decay=check_decay(decay),
+            expression=check_expression(expression),
         )
 
     def bounded(self, n_docs: int) -> SearchPlan:
@@ -154,6 +163,12 @@ class SearchPlan:
             rerank=None if self.rerank is None else min(self.rerank, most),
             mmr_pool=min(self.mmr_pool, most),
         )
+
+    @property
+    def every_candidate(self) -> bool:
+        """Whether fusion keeps every candidate, not just the head: facets count over all of
+        them, and a rescoring may lift any of them into the head."""
+        return self.facets is not None or self.decay is not None or self.expression is not None
 
     @property
     def candidates(self) -> int:

@@ -24,6 +24,7 @@ from hybrid_engine.pipeline.mmr import mmr
 from hybrid_engine.pipeline.plan import SearchPlan
 from hybrid_engine.pipeline.relevance import SCALES, above, relevance, relevance_of
 from hybrid_engine.pipeline.rerank import rerank
+from hybrid_engine.pipeline.rescore import rescore
 from hybrid_engine.pipeline.result import HybridResult
 from hybrid_engine.protocols import PairScorer, SparseEncoder, TextEncoder
 from hybrid_engine.results import PAD_ID, SearchResult
@@ -141,9 +142,20 @@ def run_search(
     if plan.min_score is not None:
         fused = result = above(result, values, plan.min_score)
     facets = None
-    if plan.facets is not None:  # counted over every candidate, then the head goes on
+    if plan.facets is not None:
         facets = _counted(runner, snapshot, fused, plan.facets, n)
-        result = SearchResult(fused.ids[:, : plan.candidates], fused.scores[:, : plan.candidates])
+    if plan.decay is not None or plan.expression is not None:
+        rescored = runner.run(
+            "rescore",
+            lambda: rescore(snapshot, fused, values, plan.decay, plan.expression),
+            n,
+            optional=False,
+            degradable=False,
+        )
+        assert rescored is not None
+        result = rescored
+    if plan.every_candidate:  # then the head goes on
+        result = SearchResult(result.ids[:, : plan.candidates], result.scores[:, : plan.candidates])
     if reranking:
         assert plan.rerank is not None and models.reranker is not None
         texts, reranker, depth = SnapshotTexts(snapshot), models.reranker, plan.rerank
@@ -193,8 +205,8 @@ def _fuse(
         weights = [by_leg[name] for name in found]
         weights = weights if any(weights) else None
     results = list(found.values())
-    # With facets, every candidate: they count over all of them.
-    kept = plan.candidates if plan.facets is None else sum(r.ids.shape[1] for r in results)
+    # Facets count over every candidate, and rescoring may lift any of them into the head.
+    kept = sum(r.ids.shape[1] for r in results) if plan.every_candidate else plan.candidates
     fused = runner.run(
         "fusion",
         lambda: fuse(results, max(kept, 1), method=plan.fusion, weights=weights, depth=plan.width),

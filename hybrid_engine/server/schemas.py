@@ -33,6 +33,8 @@ MAX_BUDGET_MS = 600_000.0
 """A search's ``budget_ms``, at most (ten minutes: more is no budget)."""
 
 
+MAX_EXPRESSION_CHARS = 1_000
+"""Longest rescoring ``expression``."""
 QueryText = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
 FieldName = Annotated[str, Field(min_length=1, max_length=MAX_TITLE_CHARS)]
 """A metadata field's name (``facets``)."""
@@ -98,6 +100,8 @@ class SearchRequest(BaseModel):
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
     facets: list[FieldName] | None = Field(default=None, min_length=1, max_length=MAX_FACETS)
     highlight: bool | None = None
+    decay: dict[str, Any] | None = None
+    expression: str | None = Field(default=None, min_length=1, max_length=MAX_EXPRESSION_CHARS)
     filter: dict[str, Any] | None = None
     rerank: int | None = Field(default=None, ge=1, le=MAX_K)
     mmr: float | None = Field(default=None, ge=0.0, le=1.0)
