@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from hybrid_engine.checks import check_int
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.lexical.bm25_params import BM25Params
 
@@ -23,7 +24,7 @@ class EngineConfig:
         The legs, in ``pipeline.legs.RETRIEVERS`` order.
     bm25 : dict
         ``BM25Index.build`` keyword arguments (``k1``, ``b``, ``method``, ``delta``,
-        ``analyzer``).
+        ``analyzer``), and ``title_weight`` (``title_weight``).
     dense : dict
         ``DenseIndex.build`` keyword arguments (``metric``, ``m``, ``ef_construction``,
         ``ef_search``, ``exact_threshold``, ``batch_size``).
@@ -40,6 +41,31 @@ class EngineConfig:
     dense: dict[str, Any] = field(default_factory=dict)
     splade_scale: float | None = None
     models: dict[str, ModelRecord] = field(default_factory=dict)
+
+    @property
+    def title_weight(self) -> int:
+        """How many times the BM25 leg counts a document's title: its words' frequencies are
+        multiplied by it, and the document's length grows by the extra copies (BM25F with
+        one ``b`` for both fields, in the weighted term-frequency form of Robertson,
+        Zaragoza and Taylor 2004). 1: title and text as one field."""
+        return int(self.bm25.get("title_weight", 1))
+
+    @property
+    def bm25_build(self) -> dict[str, Any]:
+        """``BM25Index.build``'s keyword arguments: ``bm25`` without ``title_weight``."""
+        return {key: value for key, value in self.bm25.items() if key != "title_weight"}
+
+    def bm25_texts(self, titles: Iterable[str], texts: Iterable[str]) -> list[str]:
+        """What the BM25 leg indexes of documents with these ``titles`` and indexed
+        ``texts`` (title, a space, text): each text with ``title_weight - 1`` more copies of
+        its title in front."""
+        extra = self.title_weight - 1
+        if extra == 0:
+            return list(texts)
+        return [
+            (title + " ") * extra + text if title else text
+            for title, text in zip(titles, texts, strict=True)
+        ]
 
     def with_splade_scale(self, scale: float) -> EngineConfig:
         return replace(self, splade_scale=float(scale))
@@ -65,6 +91,8 @@ class EngineConfig:
             bm25["analyzer"] = AnalyzerConfig.from_dict(bm25["analyzer"])
         params = {key: bm25[key] for key in ("k1", "b", "method", "delta") if key in bm25}
         BM25Params(**params)  # raises on bad values
+        if "title_weight" in bm25:
+            check_title_weight(bm25["title_weight"])
         scale = values["splade_scale"]
         if scale is not None and not (isinstance(scale, (int, float)) and scale > 0):
             raise ValueError(f"splade_scale is {scale!r}")
@@ -78,3 +106,12 @@ class EngineConfig:
             splade_scale=None if scale is None else float(scale),
             models=dict(models),
         )
+
+
+MAX_TITLE_WEIGHT = 10
+"""The largest ``title_weight``."""
+
+
+def check_title_weight(weight: object) -> int:
+    """``weight`` when an int in ``[1, MAX_TITLE_WEIGHT]``; ValueError otherwise."""
+    return check_int("bm25_options['title_weight']", weight, 1, MAX_TITLE_WEIGHT)

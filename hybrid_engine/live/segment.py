@@ -87,7 +87,10 @@ class Segment:
         bm25 = dense = splade = None
         if "bm25" in config.retrievers:
             bm25 = BM25Index.build(
-                texts, num_threads=num_threads, show_progress=show_progress, **config.bm25
+                config.bm25_texts(docs.titles, texts),
+                num_threads=num_threads,
+                show_progress=show_progress,
+                **config.bm25_build,
             )
         if "dense" in config.retrievers:
             assert encoder is not None  # the engine loads the default one
@@ -125,7 +128,11 @@ class Segment:
         docs = LiveDocuments.concat([segment.docs.take(rows) for segment, rows in parts])
         bm25 = dense = splade = None
         if "bm25" in config.retrievers:
-            bm25 = BM25Index.build(list(docs.texts), num_threads=num_threads, **config.bm25)
+            bm25 = BM25Index.build(
+                config.bm25_texts(docs.titles, docs.texts),
+                num_threads=num_threads,
+                **config.bm25_build,
+            )
         if "dense" in config.retrievers:
             vectors = [seg.dense.vectors[rows] for seg, rows in parts if seg.dense is not None]
             options = {key: value for key, value in config.dense.items() if key != "batch_size"}
