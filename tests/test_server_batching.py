@@ -49,7 +49,7 @@ class FakeEngine:
         if any(t.startswith("boom") for t in texts):
             raise ValueError(f"bad query among {texts}")
         hits = [[Hit(t, float(options["k"]), "", "", {})] for t in texts]
-        return hits, {"total": 1.0}, [], [], None, None
+        return Rows(hits, {"total": 1.0})
 
 
 async def wait_entered(fake: FakeEngine, calls: int = 1) -> None:

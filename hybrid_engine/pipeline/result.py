@@ -49,6 +49,8 @@ class HybridResult(SearchResult):
         the documents the search matched (``facets``), most frequent first; else None.
     queries : list of str or None
         The query texts searched (what ``highlights`` marks).
+    legs : dict of str to SearchResult or None
+        Each leg's own ranking that was fused (its top ``depth``; what ``explain`` reads).
 
     ``ids`` and ``scores`` have ``min(k, live documents)`` columns (``SearchResult``). ``ids``
     are positions in the snapshot the search ran on; ``doc_ids`` and ``hits`` read the
@@ -64,6 +66,9 @@ class HybridResult(SearchResult):
     relevance_scale: str = field(default="", kw_only=True)
     facets: list[Facets] | None = field(default=None, repr=False, compare=False, kw_only=True)
     queries: list[str] | None = field(default=None, repr=False, compare=False, kw_only=True)
+    legs: dict[str, SearchResult] | None = field(
+        default=None, repr=False, compare=False, kw_only=True
+    )
 
     @cached_property
     def doc_ids(self) -> list[list[str]]:
@@ -82,6 +87,39 @@ class HybridResult(SearchResult):
         same ``Hit`` objects.
         """
         return [list(row) for row in self._hits]
+
+    def explain(self) -> list[list[dict[str, tuple[int, float]]]]:
+        """Each hit's place in each leg's own ranking, aligned with ``hits()``: ``{leg:
+        (rank, score)}``, the rank 1-based, for the legs whose top ``depth`` held the hit
+        (a leg that left it out, or failed, is absent): why a hit ranks where it does.
+
+        Raises
+        ------
+        ValueError
+            The result was not returned by ``HybridIndex.search``.
+        """
+        if self.legs is None:
+            raise ValueError("this result was not returned by HybridIndex.search: no legs")
+        out = []
+        for row in range(len(self.ids)):
+            places = {
+                name: {
+                    int(i): (rank, float(score))
+                    for rank, (i, score) in enumerate(
+                        zip(leg.ids[row], leg.scores[row], strict=True), 1
+                    )
+                    if i != PAD_ID
+                }
+                for name, leg in self.legs.items()
+            }
+            out.append(
+                [
+                    {name: found[int(i)] for name, found in places.items() if int(i) in found}
+                    for i in self.ids[row]
+                    if i != PAD_ID
+                ]
+            )
+        return out
 
     def highlights(
         self,

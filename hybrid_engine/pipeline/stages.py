@@ -186,6 +186,7 @@ def run_search(
         relevance_scale=SCALES[plan.fusion],
         facets=facets,
         queries=queries,
+        legs=found,
     )
 
 

@@ -55,6 +55,7 @@ from hybrid_engine.server.schemas import (
     StagedResponse,
     StatsResponse,
     facets_out,
+    legs_out,
 )
 from hybrid_engine.server.stats import index_stats
 
@@ -169,16 +170,18 @@ def create_app(
         return response
 
     async def search(texts: list[str], options: Mapping[str, Any]) -> Rows:
-        searched = {name: value for name, value in options.items() if name != "highlight"}
+        extras = ("highlight", "explain")
+        searched = {name: value for name, value in options.items() if name not in extras}
         result = await engine.asearch(texts, **searched)
         metrics.observe_stages(result.timings, len(texts), result.degraded, result.skipped)
-        return (
+        return Rows(
             result.hits(),
             dict(result.timings),
             list(result.degraded),
             list(result.skipped),
             result.facets,
             result.highlights() if options.get("highlight") else None,
+            result.explain() if options.get("explain") else None,
         )
 
     # Without batching every request runs at once, alone (as many as the threadpool runs).
@@ -194,19 +197,21 @@ def create_app(
         facets: list[Facets | None] = [None] * len(texts)
         if answer.facets is not None:
             facets = list(answer.facets)
-        marks: list[list[str | None]] = [[None] * len(hits) for hits in answer.hits]
-        if answer.highlights is not None:
-            marks = [list(row) for row in answer.highlights]
+        nothing: list[list[Any]] = [[None] * len(hits) for hits in answer.hits]
+        marks = answer.highlights if answer.highlights is not None else nothing
+        ranks = answer.legs if answer.legs is not None else nothing
         results = [
             QueryResult(
                 query=text,
                 hits=[
-                    HitOut(**vars(hit), highlight=mark)
-                    for hit, mark in zip(hits, row_marks, strict=True)
+                    HitOut(**vars(hit), highlight=mark, legs=legs_out(legs))
+                    for hit, mark, legs in zip(hits, row_marks, row_ranks, strict=True)
                 ],
                 facets=facets_out(counts),
             )
-            for text, hits, counts, row_marks in zip(texts, answer.hits, facets, marks, strict=True)
+            for text, hits, counts, row_marks, row_ranks in zip(
+                texts, answer.hits, facets, marks, ranks, strict=True
+            )
         ]
         return SearchResponse(
             results=results,

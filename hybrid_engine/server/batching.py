@@ -22,17 +22,26 @@ from typing import Any
 from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.pipeline.facets import Facets
 
-Rows = tuple[
-    list[list[Hit]],
-    dict[str, float],
-    list[str],
-    list[str],
-    list[Facets] | None,
-    list[list[str]] | None,
-]
-"""One engine call's hits per query, its stage timings in milliseconds, the stages it left
-out: failed (``degraded``) and skipped for its budget (``skipped``), its facet counts per
-query and each hit's highlighted snippet (each None when not asked)."""
+LegRanks = dict[str, tuple[int, float]]
+"""A hit's 1-based rank and score in each leg that returned it (``HybridResult.explain``)."""
+
+
+@dataclass(frozen=True)
+class Rows:
+    """One engine call's answer: per query its hits and, when asked, its facet counts, each
+    hit's highlighted snippet and each hit's ranks in the legs; and the call's stage timings
+    in milliseconds and the stages it left out: failed (``degraded``) and skipped for its
+    budget (``skipped``)."""
+
+    hits: list[list[Hit]]
+    timings: dict[str, float]
+    degraded: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    facets: list[Facets] | None = None
+    highlights: list[list[str]] | None = None
+    legs: list[list[LegRanks]] | None = None
+
+
 Search = Callable[[list[str], Mapping[str, Any]], Awaitable[Rows]]
 """``await search(texts, options) -> Rows``: one engine call (``HybridIndex.asearch``, which
 runs the search in a worker thread)."""
@@ -86,6 +95,8 @@ class BatchedResult:
         The request's queries' facet counts (``HybridResult.facets``), or None.
     highlights : list of list of str or None
         Each hit's highlighted snippet (``HybridResult.highlights``), or None.
+    legs : list of list of dict or None
+        Each hit's rank and score in each leg (``HybridResult.explain``), or None.
     """
 
     hits: list[list[Hit]]
@@ -95,19 +106,24 @@ class BatchedResult:
     skipped: list[str] = field(default_factory=list)
     facets: list[Facets] | None = None
     highlights: list[list[str]] | None = None
+    legs: list[list[LegRanks]] | None = None
 
     @classmethod
     def share(cls, rows: Rows, start: int, stop: int) -> BatchedResult:
-        """Rows ``start:stop`` of an engine call's ``rows``."""
-        hits, timings, degraded, skipped, facets, highlights = rows
+        """Queries ``start:stop`` of an engine call's ``rows``."""
+
+        def mine(values: list[Any] | None) -> list[Any] | None:
+            return values[start:stop] if values is not None else None
+
         return cls(
-            hits[start:stop],
-            timings,
-            len(hits),
-            degraded,
-            skipped,
-            facets[start:stop] if facets is not None else None,
-            highlights[start:stop] if highlights is not None else None,
+            rows.hits[start:stop],
+            rows.timings,
+            len(rows.hits),
+            rows.degraded,
+            rows.skipped,
+            mine(rows.facets),
+            mine(rows.highlights),
+            mine(rows.legs),
         )
 
 

@@ -4,6 +4,7 @@ length). A body outside them is answered 422 naming the field."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, model_validator
@@ -100,6 +101,7 @@ class SearchRequest(BaseModel):
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
     facets: list[FieldName] | None = Field(default=None, min_length=1, max_length=MAX_FACETS)
     highlight: bool | None = None
+    explain: bool | None = None
     decay: dict[str, Any] | None = None
     expression: str | None = Field(default=None, min_length=1, max_length=MAX_EXPRESSION_CHARS)
     filter: dict[str, Any] | None = None
@@ -127,10 +129,26 @@ class SearchRequest(BaseModel):
         return {"k": self.k, **given}
 
 
+class LegRank(BaseModel):
+    """A hit's place in one leg's own ranking: its 1-based rank and its score there."""
+
+    rank: int
+    score: float
+
+
+def legs_out(ranks: Mapping[str, tuple[int, float]] | None) -> dict[str, LegRank] | None:
+    """One hit's ``HybridResult.explain`` entry as the response's."""
+    if ranks is None:
+        return None
+    return {leg: LegRank(rank=rank, score=score) for leg, (rank, score) in ranks.items()}
+
+
 class HitOut(BaseModel):
     """One hit: the document's id, its score in the result, title, text and metadata; when
     the request asked for ``highlight`` (else absent), its snippet with the query's matching
-    words in ``<mark>`` (HTML-escaped, ``HybridResult.highlights``)."""
+    words in ``<mark>`` (HTML-escaped, ``HybridResult.highlights``); when it asked to
+    ``explain`` (else absent), its rank and score in each leg that returned it
+    (``HybridResult.explain``)."""
 
     id: str
     score: float
@@ -138,6 +156,7 @@ class HitOut(BaseModel):
     text: str
     metadata: dict[str, Any]
     highlight: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    legs: dict[str, LegRank] | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class FacetCount(BaseModel):
