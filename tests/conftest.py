@@ -296,3 +296,23 @@ def splade_encoder(splade_path: Path):  # type: ignore[no-untyped-def]
     from hybrid_engine.models.splade import SpladeEncoder
 
     return SpladeEncoder.load(splade_path)
+
+
+@pytest.fixture
+def serve():  # type: ignore[no-untyped-def]
+    """``serve_process.Serve``, with every process it started killed at the end, however the
+    test ended."""
+    from serve_process import Serve
+
+    started: list[Serve] = []
+
+    class Tracked(Serve):
+        def __init__(self, *args: str, api_key: str | None = None) -> None:
+            super().__init__(*args, api_key=api_key)
+            started.append(self)
+
+    yield Tracked
+    for server in started:
+        if server.process.poll() is None:
+            server.process.kill()
+            server.process.wait()

@@ -8,31 +8,21 @@ it starts in a couple of seconds) on a free loopback port."""
 from __future__ import annotations
 
 import os
-import re
 import signal
 import socket
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from live_oracle import document, live_documents
+from serve_process import START_TIMEOUT_S, Serve
 
 import hybrid_engine
 from hybrid_engine import HybridIndex
 
 httpx = pytest.importorskip("httpx", reason="the serve extra is not installed")
 pytest.importorskip("uvicorn", reason="the serve extra is not installed")
-
-START_TIMEOUT_S = 60.0
-"""Seconds a server has to load the index and answer ``/health``."""
-STOP_TIMEOUT_S = 30.0
-"""Seconds a server has to stop after a signal."""
-SERVING = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+) ")
-"""serve's line once the port is bound."""
 
 
 @pytest.fixture
@@ -42,75 +32,6 @@ def index(tmp_path: Path) -> Path:
     with HybridIndex.build([document(i) for i in range(5)], retrievers=("bm25",)) as engine:
         engine.save(path)
     return path
-
-
-class Serve:
-    """A ``hybrid-engine serve`` process; its stderr is read by a thread into ``lines``."""
-
-    def __init__(self, *args: str) -> None:
-        env = {**os.environ, "PYTHONPATH": str(Path(hybrid_engine.__file__).parents[1])}
-        env.pop("HYBRID_ENGINE_API_KEY", None)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "hybrid_engine", "serve", *args],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        self.lines: list[str] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.lines.append(line)
-
-    def url(self) -> str:
-        """The base URL, once serve has said it and ``/health`` answers."""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        port = None
-        while port is None:
-            found = [m for m in map(SERVING.search, list(self.lines)) if m]
-            port = found[0].group(1) if found else None
-            assert self.process.poll() is None, f"serve ended: {self.stderr()}"
-            assert time.monotonic() < deadline, f"serve did not bind: {self.stderr()}"
-            time.sleep(0.05)
-        url = f"http://127.0.0.1:{port}"
-        while True:
-            try:
-                if httpx.get(f"{url}/health").status_code == 200:
-                    return url
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"serve did not answer: {self.stderr()}"
-            time.sleep(0.05)
-
-    def wait(self) -> int:
-        """The exit status, after the process ends and its stderr is read."""
-        status = self.process.wait(timeout=STOP_TIMEOUT_S)
-        self.reader.join(timeout=STOP_TIMEOUT_S)
-        return status
-
-    def stderr(self) -> str:
-        return "".join(self.lines)
-
-
-@pytest.fixture
-def serve() -> Iterator[type[Serve]]:
-    """``Serve``, with every process it started killed at the end, however the test ended."""
-    started: list[Serve] = []
-
-    class Tracked(Serve):
-        def __init__(self, *args: str) -> None:
-            super().__init__(*args)
-            started.append(self)
-
-    yield Tracked
-    for server in started:
-        if server.process.poll() is None:
-            server.process.kill()
-            server.process.wait()
 
 
 def stage_one(url: str) -> None:

@@ -76,6 +76,11 @@ def add_parser(subparsers: Any) -> None:
         p, "bi-encoder variant to load (default: the one the index recorded)", default=None
     )
     p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    p.add_argument(
+        "--no-page",
+        action="store_true",
+        help="do not serve the search page at / (the API only)",
+    )
     add_mmap_option(p)
     add_degraded_option(p)
     p.set_defaults(func=run)
@@ -129,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
                 api_key=os.environ.get(API_KEY_ENV) or None,
                 cors_origins=args.cors_origin,
                 batching=batching,
+                page=not args.no_page,
             )
             host, port = sock.getsockname()[:2]
             host = f"[{host}]" if ":" in host else host  # IPv6, as URLs write it

@@ -38,6 +38,7 @@ from hybrid_engine.server.api_docs import add_api_docs
 from hybrid_engine.server.batching import BatcherFullError, BatchPolicy, Rows, SearchBatcher
 from hybrid_engine.server.guards import require_json, validation_failed
 from hybrid_engine.server.metrics import ServerMetrics
+from hybrid_engine.server.page import add_search_page
 from hybrid_engine.server.schemas import (
     CommitResponse,
     DeleteRequest,
@@ -95,6 +96,7 @@ def create_app(
     api_key: str | None = None,
     cors_origins: Sequence[str] = (),
     batching: BatchPolicy | None = BATCHING,
+    page: bool = True,
 ) -> FastAPI:
     """The HTTP API over ``engine``.
 
@@ -111,6 +113,10 @@ def create_app(
     batching : BatchPolicy or None
         How concurrent searches share engine calls (``batching``); None: each request is
         its own engine call.
+    page : bool
+        Serve the search page at ``GET /`` (``page.add_search_page``: static files of the
+        package, no data; its searches go through ``POST /search`` with the key the user
+        types). False: no page.
 
     Returns
     -------
@@ -152,6 +158,8 @@ def create_app(
     searched = {**refused, 400: ERROR, 415: ERROR, 503: ERROR}
     written = {**refused, 400: ERROR, 404: ERROR, 409: ERROR, 415: ERROR}
     add_api_docs(app, keyed)
+    if page:
+        add_search_page(app)
     if cors_origins:
         app.add_middleware(
             CORSMiddleware,
