@@ -72,3 +72,28 @@ def test_the_server_explains_when_asked(engine: HybridIndex) -> None:
         assert got == [{leg: (r, pytest.approx(s)) for leg, (r, s) in row.items()} for row in rows]
     plain = http.post("/search", json={"query": "cat", "k": 1}).json()["results"][0]["hits"][0]
     assert "legs" not in plain
+
+
+def test_the_command_line_explains_and_highlights(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from cli_process import ok
+
+    docs = [document(i) for i in range(30)]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(doc) + "\n" for doc in docs))
+    ok("index", corpus, tmp_path / "index", "--retrievers", "bm25", "--quiet")
+    engine = HybridIndex.load(tmp_path / "index")
+    expected = engine.search("river stone", k=3)
+    engine.close()
+    line = ok(
+        "search", tmp_path / "index", "river stone", "-k", "3", "--explain", "--highlight", "--json"
+    )
+    hits = json.loads(line)["hits"]
+    assert [hit["highlight"] for hit in hits] == expected.highlights()[0]
+    assert [
+        {leg: (place["rank"], pytest.approx(place["score"])) for leg, place in hit["legs"].items()}
+        for hit in hits
+    ] == expected.explain()[0]
+    listing = ok("search", tmp_path / "index", "river stone", "-k", "3", "--explain", "--highlight")
+    assert "bm25 #1 (" in listing and "[stone]" in listing

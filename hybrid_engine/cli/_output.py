@@ -79,10 +79,13 @@ def print_hits(
     *,
     filtered: bool = False,
     offset: int = 0,
+    snippets: list[str] | None = None,
+    legs: list[dict[str, tuple[int, float]]] | None = None,
 ) -> None:
     """A listing: the query and its stage timings, then per hit its rank (from ``offset +
-    1``: a later page), id, score and title, and a one-line snippet of its text; a row without
-    hits says why it may be empty (``filtered``: a filter was given)."""
+    1``: a later page), id, score and title, its place in each leg (``legs``, when given),
+    and a one-line snippet of its text (``snippets``, highlighted ones, when given); a row
+    without hits says why it may be empty (``filtered``: a filter was given)."""
     print(f"\nquery: {query}\n  ({format_timings(timings)})")
     if not hits:
         why = (
@@ -91,20 +94,43 @@ def print_hits(
             else "no document holds any query term"
         )
         print(f"  (no hits: {why})")
-    for rank, hit in enumerate(hits, offset + 1):
-        print(f"  {rank:>3}. {hit.id:<12} {hit.score:8.4f}  {one_line(hit.title)}".rstrip())
-        print(f"       {one_line(hit.text, SNIPPET_CHARS)}")
+    for i, hit in enumerate(hits):
+        print(
+            f"  {offset + i + 1:>3}. {hit.id:<12} {hit.score:8.4f}  {one_line(hit.title)}".rstrip()
+        )
+        if legs is not None:
+            places = legs[i].items()
+            print(
+                "       "
+                + " · ".join(f"{leg} #{rank} ({score:.3f})" for leg, (rank, score) in places)
+            )
+        snippet = snippets[i] if snippets is not None else one_line(hit.text, SNIPPET_CHARS)
+        print(f"       {snippet}")
 
 
 def hits_json(
-    query: str, hits: list[Hit], timings: Mapping[str, float], facets: Facets | None = None
+    query: str,
+    hits: list[Hit],
+    timings: Mapping[str, float],
+    facets: Facets | None = None,
+    snippets: list[str] | None = None,
+    legs: list[dict[str, tuple[int, float]]] | None = None,
 ) -> str:
     """One query's hits as one line of JSON: ``{"query", "hits": [{"id", "score", "title",
-    "text", "metadata"}], "timings_ms": {stage: ms}}``, and ``"facets": {field: [{"value",
-    "count"}]}`` when ``facets`` are given."""
+    "text", "metadata"}], "timings_ms": {stage: ms}}``, each hit with ``"highlight"`` when
+    ``snippets`` are given and ``"legs": {leg: {"rank", "score"}}`` when ``legs`` are (as the
+    server sends them), and ``"facets": {field: [{"value", "count"}]}`` when ``facets`` are."""
+    records = [asdict(hit) for hit in hits]
+    for i, record_hit in enumerate(records):
+        if snippets is not None:
+            record_hit["highlight"] = snippets[i]
+        if legs is not None:
+            record_hit["legs"] = {
+                leg: {"rank": rank, "score": score} for leg, (rank, score) in legs[i].items()
+            }
     record: dict[str, object] = {
         "query": query,
-        "hits": [asdict(hit) for hit in hits],
+        "hits": records,
         "timings_ms": dict(timings),
     }
     if facets is not None:

@@ -18,7 +18,7 @@ from hybrid_engine.cli._engine import (
 )
 from hybrid_engine.cli._engine import reranker as load_reranker
 from hybrid_engine.cli._live import STDIN
-from hybrid_engine.cli._output import hits_json, print_facets, print_hits
+from hybrid_engine.cli._output import hits_json, one_line, print_facets, print_hits
 from hybrid_engine.cli._values import (
     field_list,
     json_object,
@@ -63,6 +63,17 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         metavar="FIELD,...",
         help="count the values of these metadata fields over the documents each query matched",
+    )
+    p.add_argument(
+        "--highlight",
+        action="store_true",
+        help="show each hit's snippet around its matching words, marked [like this] (in --json: "
+        "HTML-escaped, in <mark>)",
+    )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="show each hit's rank and score in every leg",
     )
     p.add_argument(
         "--decay",
@@ -261,10 +272,21 @@ def run(args: argparse.Namespace) -> int:
         )
         hits = result.hits()[0]
         facets = result.facets[0] if result.facets is not None else None
+        legs = result.explain()[0] if args.explain else None
         if args.json:
-            print(hits_json(query, hits, result.timings, facets))
+            snippets = result.highlights()[0] if args.highlight else None
+            print(hits_json(query, hits, result.timings, facets, snippets, legs))
         else:
-            print_hits(query, hits, result.timings, filtered=where is not None, offset=args.offset)
+            marked = result.highlights(pre="[", post="]", escape=False) if args.highlight else None
+            print_hits(
+                query,
+                hits,
+                result.timings,
+                filtered=where is not None,
+                offset=args.offset,
+                snippets=[one_line(s) for s in marked[0]] if marked is not None else None,
+                legs=legs,
+            )
             if facets is not None:
                 print_facets(facets)
     return 0
