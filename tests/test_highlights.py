@@ -89,3 +89,30 @@ def test_the_server_sends_highlights_when_asked() -> None:
     assert got == expected
     plain = http.post("/search", json={"query": "runs", "k": 1}).json()["results"][0]["hits"][0]
     assert "highlight" not in plain
+
+
+def test_parent_documents_highlight_their_best_chunk(model_path: Any) -> None:
+    from tokenizers import Tokenizer
+
+    from hybrid_engine.chunking import Chunker
+    from hybrid_engine.parents import ParentDocumentIndex
+
+    counter = Tokenizer.from_file(str(model_path / "tokenizer.json"))
+    chunker = Chunker(counter, max_tokens=12, overlap_tokens=2)
+    docs = [
+        {"_id": "p0", "text": "Cats sleep all day. " * 6 + "The river stones are cold and wet."},
+        {"_id": "p1", "text": "Dogs bark at the mail carrier. Rivers flood in the spring."},
+    ]
+    index = ParentDocumentIndex.build(docs, chunker=chunker, retrievers=("bm25",))
+    result = index.search("river stones", k=2)
+    analyzer = Analyzer()
+    assert result.documents is not None
+    for hit, snippet in zip(result.documents[0], result.highlights()[0], strict=True):
+        start, end = hit.best_span
+        assert any(s <= start and end <= e for s, e in hit.spans)  # one of its chunks
+        _check(snippet, "river stones", analyzer, hit.text[start:end])
+        assert "<mark>" in snippet
+    chunks = index.search("river stones", k=2, unit="chunks")
+    assert chunks.chunks is not None
+    for chunk, snippet in zip(chunks.chunks[0], chunks.highlights()[0], strict=True):
+        _check(snippet, "river stones", analyzer, chunk.text)

@@ -360,7 +360,15 @@ class ParentDocumentIndex:
             "total": (done - started) * 1e3,
         }
         return ParentSearchResult(
-            unit, documents, chunks, context, timings, list(result.degraded), list(result.skipped)
+            unit,
+            documents,
+            chunks,
+            context,
+            timings,
+            list(result.degraded),
+            list(result.skipped),
+            queries=result.queries,
+            analyzer=result._documents().text_analyzer,
         )
 
     def _parents(
@@ -383,6 +391,7 @@ class ParentDocumentIndex:
                     user_metadata(first.metadata),
                     merge_spans([(c.start, c.end) for c in chunks]),
                     [c.id for c in chunks],
+                    (chunks[0].start, chunks[0].end),
                 )
             )
         return hits

@@ -6,8 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hybrid_engine.checks import check_int
+from hybrid_engine.lexical.analysis import Analyzer
 from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.parents.fields import END, PARENT, POSITION, START, user_metadata
+from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ class ParentHit:
         merged, in text order.
     chunk_ids : list of str
         The parent's retrieved chunks, best first.
+    best_span : (int, int)
+        The character span in ``text`` of its best-matching chunk (``chunk_ids[0]``).
     """
 
     id: str
@@ -89,6 +94,7 @@ class ParentHit:
     metadata: dict[str, Any]
     spans: list[tuple[int, int]]
     chunk_ids: list[str]
+    best_span: tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,10 @@ class ParentSearchResult:
     degraded, skipped : list of str
         The stages the inner search left out, failed or over its budget
         (``HybridResult.degraded`` and ``skipped``; docs/degradation.md).
+    queries : list of str or None
+        The query texts (what ``highlights`` marks).
+    analyzer : Analyzer or None
+        The inner index's BM25 analyzer (what decides a match in ``highlights``).
     """
 
     unit: str
@@ -147,6 +157,50 @@ class ParentSearchResult:
     timings: dict[str, float]
     degraded: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    queries: list[str] | None = field(default=None, repr=False, compare=False, kw_only=True)
+    analyzer: Analyzer | None = field(default=None, repr=False, compare=False, kw_only=True)
+
+    def highlights(
+        self,
+        *,
+        chars: int = SNIPPET_CHARS,
+        pre: str = "<mark>",
+        post: str = "</mark>",
+        escape: bool = True,
+    ) -> list[list[str]]:
+        """Each hit's snippet with the words matching the query marked, aligned with
+        ``documents`` or ``chunks`` (``HybridResult.highlights`` describes it): a parent's is
+        cut from its best-matching chunk (``ParentHit.best_span``), a chunk's from its text.
+
+        Raises
+        ------
+        ValueError
+            ``chars < 1``, or the result was not returned by ``ParentDocumentIndex.search``.
+        """
+        check_int("chars", chars, 1)
+        if self.queries is None or self.analyzer is None:
+            raise ValueError("this result was not returned by ParentDocumentIndex.search")
+        analyzer = self.analyzer
+        texts: list[list[str]]
+        if self.documents is not None:
+            texts = [[hit.text[slice(*hit.best_span)] for hit in row] for row in self.documents]
+        else:
+            texts = [[hit.text for hit in row] for row in self.chunks or []]
+        return [
+            [
+                highlight(
+                    text,
+                    set(analyzer.analyze(query)),
+                    analyzer.analyze,
+                    chars=chars,
+                    pre=pre,
+                    post=post,
+                    escape=escape,
+                )
+                for text in row
+            ]
+            for query, row in zip(self.queries, texts, strict=True)
+        ]
 
     @property
     def ids(self) -> list[list[str]]:
