@@ -60,7 +60,7 @@ class Faulty:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.model, name)
 
-    def encode(self, texts: Sequence[str], **options: Any) -> np.ndarray:
+    def _fault(self) -> None:
         if self.error:
             session = create_session(self.model.info.variant_file(self.model.variant), 1)
             ids = np.zeros((1, 3), np.int64)
@@ -70,7 +70,15 @@ class Faulty:
             )
         if self.sleep_s:
             time.sleep(self.sleep_s)
+
+    def encode(self, texts: Sequence[str], **options: Any) -> np.ndarray:
+        self._fault()
         return self.model.encode(texts, **options)
+
+    def encode_query(self, texts: Sequence[str], **options: Any) -> np.ndarray:
+        """What the engine embeds queries with (``dense.encoding.sided``)."""
+        self._fault()
+        return self.model.encode_query(texts, **options)
 
 
 def prepared_stand_in(folder: Path) -> Path:

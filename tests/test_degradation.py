@@ -81,6 +81,16 @@ class Faulty:
         self._fault()
         return self.model.encode(texts, **options)
 
+    # The engine embeds queries and documents through these where an encoder has them
+    # (dense.encoding.sided): a double of one must fault there too.
+    def encode_query(self, texts: Sequence[str], **options: Any) -> Any:
+        self._fault()
+        return self.model.encode_query(texts, **options)
+
+    def encode_document(self, texts: Sequence[str], **options: Any) -> Any:
+        self._fault()
+        return self.model.encode_document(texts, **options)
+
     def score(self, queries: Sequence[str], passages: Sequence[str]) -> np.ndarray:
         self._fault()
         return self.model.score(queries, passages)
