@@ -10,7 +10,7 @@ from hybrid_engine.checks import check_int
 from hybrid_engine.lexical.analysis import Analyzer
 from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.parents.fields import END, PARENT, POSITION, START, user_metadata
-from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight
+from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight_rows
 
 
 @dataclass(frozen=True)
@@ -186,21 +186,9 @@ class ParentSearchResult:
             texts = [[hit.text[slice(*hit.best_span)] for hit in row] for row in self.documents]
         else:
             texts = [[hit.text for hit in row] for row in self.chunks or []]
-        return [
-            [
-                highlight(
-                    text,
-                    set(analyzer.analyze(query)),
-                    analyzer.analyze,
-                    chars=chars,
-                    pre=pre,
-                    post=post,
-                    escape=escape,
-                )
-                for text in row
-            ]
-            for query, row in zip(self.queries, texts, strict=True)
-        ]
+        return highlight_rows(
+            self.queries, texts, analyzer.analyze, chars=chars, pre=pre, post=post, escape=escape
+        )
 
     @property
     def ids(self) -> list[list[str]]:

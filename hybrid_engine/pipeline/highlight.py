@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 WORD = re.compile(r"\w+")
 SNIPPET_CHARS = 200
@@ -71,6 +71,28 @@ def highlight(
     if end < len(text):
         pieces.append(ELLIPSIS)
     return "".join(pieces)
+
+
+def highlight_rows(
+    queries: Sequence[str],
+    texts: Sequence[Sequence[str]],
+    analyze: Callable[[str], list[str]],
+    *,
+    chars: int,
+    pre: str,
+    post: str,
+    escape: bool,
+) -> list[list[str]]:
+    """``highlight`` of each text of ``texts[q]`` for query ``queries[q]``."""
+    return [
+        [
+            highlight(
+                text, set(analyze(query)), analyze, chars=chars, pre=pre, post=post, escape=escape
+            )
+            for text in row
+        ]
+        for query, row in zip(queries, texts, strict=True)
+    ]
 
 
 def _piece(text: str, escape: bool) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 from hybrid_engine.checks import check_int
 from hybrid_engine.live.snapshot import Hit, Snapshot
 from hybrid_engine.pipeline.facets import Facets
-from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight
+from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight_rows
 from hybrid_engine.results import PAD_ID, SearchResult
 
 _T = TypeVar("_T")
@@ -143,25 +143,11 @@ class HybridResult(SearchResult):
         check_int("chars", chars, 1)
         if self.queries is None:
             raise ValueError("this result was not returned by HybridIndex.search: no queries")
-        analyzer = self._documents().text_analyzer
-        out = []
-        for query, row in zip(self.queries, self._hits, strict=True):
-            terms = set(analyzer.analyze(query))
-            out.append(
-                [
-                    highlight(
-                        hit.text,
-                        terms,
-                        analyzer.analyze,
-                        chars=chars,
-                        pre=pre,
-                        post=post,
-                        escape=escape,
-                    )
-                    for hit in row
-                ]
-            )
-        return out
+        texts = [[hit.text for hit in row] for row in self._hits]
+        analyze = self._documents().text_analyzer.analyze
+        return highlight_rows(
+            self.queries, texts, analyze, chars=chars, pre=pre, post=post, escape=escape
+        )
 
     @cached_property
     def _hits(self) -> list[list[Hit]]:
