@@ -5,7 +5,7 @@ Analyzer-aware: a word is marked when the index's own analyzer (``lexical.Analyz
 BM25 leg's settings) turns it into one of the query's terms, so "running" in the text is
 marked for the query "runs" under an English stemmer, and "ñandú" for "nandu" when accents
 fold. Words are the runs of Unicode word characters (``\\w+``); each distinct word is analysed
-once per call.
+once per query, however many hits hold it (``query_matcher``).
 """
 
 from __future__ import annotations
@@ -20,10 +20,23 @@ SNIPPET_CHARS = 200
 ELLIPSIS = "…"
 
 
+def query_matcher(query: str, analyze: Callable[[str], list[str]]) -> Callable[[str], bool]:
+    """Whether a word matches ``query``: ``analyze`` turns it into one of the query's terms;
+    each distinct word analysed once."""
+    terms = set(analyze(query))
+    known: dict[str, bool] = {}
+
+    def matches(word: str) -> bool:
+        if word not in known:
+            known[word] = any(term in terms for term in analyze(word))
+        return known[word]
+
+    return matches
+
+
 def highlight(
     text: str,
-    query_terms: set[str],
-    analyze: Callable[[str], list[str]],
+    matches: Callable[[str], bool],
     *,
     chars: int = SNIPPET_CHARS,
     pre: str = "<mark>",
@@ -31,17 +44,15 @@ def highlight(
     escape: bool = True,
 ) -> str:
     """The snippet of ``text`` of about ``chars`` characters holding the most words that
-    match ``query_terms``, each wrapped in ``pre`` and ``post``, an ellipsis where it cuts the
-    text; the text's start when nothing matches.
+    ``matches``, each wrapped in ``pre`` and ``post``, an ellipsis where it cuts the text;
+    the text's start when nothing matches.
 
     Parameters
     ----------
     text : str
         The hit's text.
-    query_terms : set of str
-        The query's terms, as ``analyze`` gives them.
-    analyze : callable
-        The index's analyzer: a word to its terms.
+    matches : callable
+        Whether a word matches the query (``query_matcher``).
     chars : int
         The snippet's length in characters, >= 1.
     pre, post : str
@@ -51,14 +62,7 @@ def highlight(
         page as it is.
     """
     spans = [match.span() for match in WORD.finditer(text)]
-    terms: dict[str, bool] = {}
-    marked = []
-    for start, end in spans:
-        word = text[start:end]
-        if word not in terms:
-            terms[word] = any(term in query_terms for term in analyze(word))
-        if terms[word]:
-            marked.append((start, end))
+    marked = [(start, end) for start, end in spans if matches(text[start:end])]
     begin, end = _window(text, spans, marked, chars)
     pieces = [ELLIPSIS] if begin > 0 else []
     at = begin
@@ -84,15 +88,16 @@ def highlight_rows(
     escape: bool,
 ) -> list[list[str]]:
     """``highlight`` of each text of ``texts[q]`` for query ``queries[q]``."""
-    return [
-        [
-            highlight(
-                text, set(analyze(query)), analyze, chars=chars, pre=pre, post=post, escape=escape
-            )
-            for text in row
-        ]
-        for query, row in zip(queries, texts, strict=True)
-    ]
+    out = []
+    for query, row in zip(queries, texts, strict=True):
+        matches = query_matcher(query, analyze)  # one word cache for all of the query's hits
+        out.append(
+            [
+                highlight(text, matches, chars=chars, pre=pre, post=post, escape=escape)
+                for text in row
+            ]
+        )
+    return out
 
 
 def _piece(text: str, escape: bool) -> str:
