@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_engine.models.export.common import require
+from hybrid_engine.models.export.encoder_source import sentence_transformer
 from hybrid_engine.models.store import ModelInfo
 from hybrid_engine.progress import progress_bar
 
@@ -79,12 +80,9 @@ def load_sentence_transformer(source: Path, max_seq_length: int, base: ModelInfo
     if (source / "modules.json").is_file():
         model = sentence_transformers.SentenceTransformer(str(source), device="cpu")
     else:
-        layers = require_encoder_training("sentence_transformers.models")
-        transformer = layers.Transformer(str(source))
-        modules = [transformer, layers.Pooling(base.dim, pooling_mode=base.pooling)]
-        if base.normalize:
-            modules.append(layers.Normalize())
-        model = sentence_transformers.SentenceTransformer(modules=modules, device="cpu")
+        model = sentence_transformer(
+            source, dim=base.dim, pooling=base.pooling, normalize=base.normalize
+        )
     model.max_seq_length = max_seq_length
     return model
 

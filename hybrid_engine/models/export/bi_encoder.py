@@ -22,7 +22,6 @@ folder atomically with a manifest (``model_store``): the staged flow of
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,11 @@ from hybrid_engine.models.export.common import (
     source_weights,
     version,
 )
-from hybrid_engine.models.export.encoder_source import EncoderSettings, read_settings
+from hybrid_engine.models.export.encoder_source import (
+    EncoderSettings,
+    read_settings,
+    sentence_transformer,
+)
 from hybrid_engine.models.store import (
     BI_ENCODER,
     DEFAULT_MODEL,
@@ -73,19 +76,14 @@ def _reference(source: Path, settings: EncoderSettings, weights: dict[str, str])
     """sentence-transformers' embeddings of ``CHECK_TEXTS`` as queries, then as documents, by
     the model in ``source`` with ``settings`` (its pooling, normalisation, length and
     prefixes), from the weight files ``weights`` names."""
-    st = require("sentence_transformers")
-    layers = require("sentence_transformers.models")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # its deprecation notes on module paths are not ours
-        transformer = layers.Transformer(
-            str(source),
-            max_seq_length=settings.max_length,
-            model_kwargs=pretrained_options(weights),
-        )
-        modules = [transformer, layers.Pooling(settings.dim, pooling_mode=settings.pooling)]
-        if settings.normalize:
-            modules.append(layers.Normalize())
-        model = st.SentenceTransformer(modules=modules, device="cpu")
+    model = sentence_transformer(
+        source,
+        dim=settings.dim,
+        pooling=settings.pooling,
+        normalize=settings.normalize,
+        max_length=settings.max_length,
+        model_kwargs=pretrained_options(weights),
+    )
     texts = list(CHECK_TEXTS)
     queries = [settings.query_prefix + text for text in texts]
     documents = [settings.document_prefix + text for text in texts]

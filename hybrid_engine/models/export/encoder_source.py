@@ -16,6 +16,7 @@ dropping e5's ``"passage: "``; the engine keeps the prefix the model was trained
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -208,3 +209,28 @@ def _max_seq_length(source: Path) -> int | None:
     tokenizer = source / "tokenizer_config.json"
     length = read_json(tokenizer).get("model_max_length") if tokenizer.is_file() else None
     return int(length) if length is not None and length <= _LONG_POSITIONS else None
+
+
+def sentence_transformer(
+    source: Path,
+    *,
+    dim: int,
+    pooling: str,
+    normalize: bool,
+    max_length: int | None = None,
+    model_kwargs: dict[str, Any] | None = None,
+) -> Any:
+    """sentence-transformers over the transformer in ``source`` with the given pooling and
+    normalisation (Transformer, Pooling, and Normalize when ``normalize``), on the CPU:
+    the model ``read_settings`` describes, whatever the folder's own modules say."""
+    st = require("sentence_transformers")
+    layers = require("sentence_transformers.models")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its deprecation notes on module paths are not ours
+        transformer = layers.Transformer(
+            str(source), max_seq_length=max_length, model_kwargs=model_kwargs
+        )
+        modules = [transformer, layers.Pooling(dim, pooling_mode=pooling)]
+        if normalize:
+            modules.append(layers.Normalize())
+        return st.SentenceTransformer(modules=modules, device="cpu")
