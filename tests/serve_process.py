@@ -12,8 +12,10 @@ import time
 from pathlib import Path
 
 import httpx
+from live_oracle import document
 
 import hybrid_engine
+from hybrid_engine import HybridIndex
 
 START_TIMEOUT_S = 60.0
 """Seconds a server has to load the index and answer ``/health``."""
@@ -76,3 +78,11 @@ class Serve:
 
     def stderr(self) -> str:
         return "".join(self.lines)
+
+
+def saved_bm25_index(path: Path, n_docs: int) -> Path:
+    """A saved BM25-only live index of ``live_oracle.document(0..n_docs - 1)`` at ``path``
+    (no model to load, so serve starts in seconds), its write lock given back."""
+    with HybridIndex.build([document(i) for i in range(n_docs)], retrievers=("bm25",)) as engine:
+        engine.save(path)
+    return path

@@ -16,9 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from live_oracle import document
-
-from hybrid_engine import HybridIndex
+from serve_process import saved_bm25_index
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium (the test extra) is absent")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -32,10 +30,7 @@ WAIT_S = 20.0
 @pytest.fixture
 def index(tmp_path: Path) -> Path:
     """A saved BM25-only index of 40 documents with metadata (no model to load)."""
-    path = tmp_path / "index"
-    with HybridIndex.build([document(i) for i in range(40)], retrievers=("bm25",)) as engine:
-        engine.save(path)
-    return path
+    return saved_bm25_index(tmp_path / "index", 40)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from live_oracle import document, live_documents
-from serve_process import START_TIMEOUT_S, Serve
+from serve_process import START_TIMEOUT_S, Serve, saved_bm25_index
 
 import hybrid_engine
 from hybrid_engine import HybridIndex
@@ -28,10 +28,7 @@ pytest.importorskip("uvicorn", reason="the serve extra is not installed")
 @pytest.fixture
 def index(tmp_path: Path) -> Path:
     """A saved BM25-only live index of 5 documents (its write lock given back)."""
-    path = tmp_path / "index"
-    with HybridIndex.build([document(i) for i in range(5)], retrievers=("bm25",)) as engine:
-        engine.save(path)
-    return path
+    return saved_bm25_index(tmp_path / "index", 5)
 
 
 def stage_one(url: str) -> None:
