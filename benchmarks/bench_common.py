@@ -44,10 +44,14 @@ def load_scale_texts(data: Path) -> list[str]:
 # -- engines ------------------------------------------------------------------------------------
 
 
-def build_ours(texts: list[str], analyzer: Any, num_threads: int | None = None) -> Any:
+def build_ours(
+    texts: list[str], analyzer: Any, num_threads: int | None = None, positions: bool = False
+) -> Any:
     from hybrid_engine import BM25Index
 
-    return BM25Index.build(texts, analyzer=analyzer, num_threads=num_threads, **BM25_PARAMS)
+    return BM25Index.build(
+        texts, analyzer=analyzer, num_threads=num_threads, positions=positions, **BM25_PARAMS
+    )
 
 
 def build_bm25s(bm25s: Any, texts: list[str], stemmer: Any) -> Any:

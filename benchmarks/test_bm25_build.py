@@ -5,7 +5,9 @@ The texts are in memory; analysis is inside the timing on both sides (ours: C++ 
 analysis thread and with the default (all cores, 2 here); bm25s's build is single-threaded.
 Numba compilation is warmed up on a small slice of the corpus before any timing.
 
-Ratios: ``bm25s_over_ours*`` = median build time of bm25s / ours = ours docs/s / bm25s docs/s.
+Ratios: ``bm25s_over_ours*`` = median build time of bm25s / ours = ours docs/s / bm25s docs/s;
+``ours_positions`` (``positions=True``, for phrase queries, 2 threads) against
+``ours_2_threads``: what recording positions costs the build.
 """
 
 from __future__ import annotations
@@ -40,6 +42,16 @@ def test_build_ours(benchmark, num_threads, warmed, parity_analyzer):
     )
     assert index.num_documents == len(warmed)
     _finish(benchmark, f"ours_{num_threads}_thread{'s' if num_threads > 1 else ''}", len(warmed))
+
+
+@pytest.mark.scale
+def test_build_ours_with_positions(benchmark, warmed, parity_analyzer):
+    benchmark.group = GROUP
+    index = benchmark.pedantic(
+        build_ours, args=(warmed, parity_analyzer, 2, True), rounds=3, iterations=1
+    )
+    assert index.has_positions
+    _finish(benchmark, "ours_positions", len(warmed))
 
 
 @pytest.mark.scale

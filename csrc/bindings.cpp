@@ -100,6 +100,10 @@ py::dict index_dict(he::InvertedIndexArrays&& arrays) {
     out["posting_offsets"] = to_numpy(std::move(arrays.posting_offsets));
     out["postings"] = to_numpy(std::move(arrays.postings));
     out["doc_lengths"] = to_numpy(std::move(arrays.doc_lengths));
+    if (!arrays.position_offsets.empty()) {
+        out["position_offsets"] = to_numpy(std::move(arrays.position_offsets));
+        out["positions"] = to_numpy(std::move(arrays.positions));
+    }
     return out;
 }
 
@@ -136,7 +140,8 @@ PYBIND11_MODULE(_core, m) {
     m.def("stem_english", &he::stem_english, py::arg("word"));
 
     py::class_<he::IndexBuilder>(m, "IndexBuilder")
-        .def(py::init<he::AnalyzerConfig, unsigned>(), py::arg("config"), py::arg("num_threads"))
+        .def(py::init<he::AnalyzerConfig, unsigned, bool>(), py::arg("config"),
+             py::arg("num_threads"), py::arg("positions") = false)
         .def(
             "add",
             [](he::IndexBuilder& self, const py::sequence& texts) {

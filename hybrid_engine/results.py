@@ -89,3 +89,12 @@ class SparseVectors(NamedTuple):
     offsets: np.ndarray
     terms: np.ndarray
     weights: np.ndarray
+
+    def take(self, rows: np.ndarray) -> SparseVectors:
+        """The vectors of ``rows`` (int64 row numbers), in that order."""
+        starts = self.offsets[rows]
+        lengths = self.offsets[rows + 1] - starts
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        entries = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+        return SparseVectors(offsets, self.terms[entries], self.weights[entries])

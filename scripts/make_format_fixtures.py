@@ -166,7 +166,8 @@ def make_legs(corpus: dict[str, Any], legs: Sequence[str]) -> None:
 
     documents = corpus["documents"]
     if "bm25" in legs:
-        BM25Index.build(documents).save(FIXTURES / "bm25")
+        # With positions: format 3's every array.
+        BM25Index.build(documents, positions=True).save(FIXTURES / "bm25")
     if "dense" in legs:
         encoder = Encoder.load(FIXTURES / "models" / MODEL_NAME, variant="fp32")
         # A graph over the few documents, walked on int8 codes: format 2's every array.

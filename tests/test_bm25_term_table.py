@@ -1,4 +1,4 @@
-"""The vocabulary's hash table saved with a BM25 index (format version 2, ``vocab_slots``):
+"""The vocabulary's hash table saved with a BM25 index (format version 2 on, ``vocab_slots``):
 loads look terms up in it in place and find what a fresh build finds; a version 1 index
 (without it) builds it at load; a hostile table is refused by a verified load and never
 crashes an unverified one."""
@@ -61,9 +61,9 @@ def as_version_1(path: Path) -> None:
     (path / "manifest.json").write_text(json.dumps(manifest))
 
 
-def test_a_save_writes_version_2_with_the_table(saved: Path) -> None:
+def test_a_save_writes_the_current_version_with_the_table(saved: Path) -> None:
     manifest = json.loads((saved / "manifest.json").read_text())
-    assert manifest["format_version"] == FORMAT_VERSION == 2
+    assert manifest["format_version"] == FORMAT_VERSION == 3  # 3: optional positions
     slots = np.load(saved / "vocab_slots.npy")
     assert slots.dtype == np.uint64 and slots.ndim == 1
     n_terms = len(np.load(saved / "doc_freqs.npy"))
@@ -76,7 +76,7 @@ def test_a_save_writes_version_2_with_the_table(saved: Path) -> None:
 
 @pytest.mark.parametrize("mmap", [True, False])
 @pytest.mark.parametrize("verify", [None, True, False])
-def test_a_version_2_load_finds_what_a_fresh_build_finds(
+def test_a_load_of_the_saved_table_finds_what_a_fresh_build_finds(
     saved: Path, built: BM25Index, mmap: bool, verify: bool | None
 ) -> None:
     index = BM25Index.load(saved, mmap=mmap, verify=verify)
@@ -93,14 +93,15 @@ def test_the_encoder_keeps_the_mapped_arrays_alive(saved: Path, built: BM25Index
 
 
 @pytest.mark.parametrize("mmap", [True, False])
-def test_a_version_1_index_loads_and_saves_as_version_2(
+def test_a_version_1_index_loads_and_saves_as_the_current_version(
     copy: Path, built: BM25Index, tmp_path: Path, mmap: bool
 ) -> None:
     as_version_1(copy)
     index = BM25Index.load(copy, mmap=mmap)
     assert_same_as_built(index, built)
     index.save(tmp_path / "again")
-    assert json.loads((tmp_path / "again" / "manifest.json").read_text())["format_version"] == 2
+    saved = json.loads((tmp_path / "again" / "manifest.json").read_text())
+    assert saved["format_version"] == FORMAT_VERSION
     assert_same_as_built(BM25Index.load(tmp_path / "again", mmap=True, verify=True), built)
 
 
@@ -110,7 +111,7 @@ def test_a_version_1_index_with_a_table_is_refused(copy: Path) -> None:
         BM25Index.load(copy)
 
 
-def test_a_version_2_index_without_its_table_is_refused(copy: Path) -> None:
+def test_an_index_of_version_2_on_without_its_table_is_refused(copy: Path) -> None:
     as_version_1(copy)
     edit_manifest(copy, format_version=2)
     with pytest.raises(IndexFormatError, match="expected arrays"):
@@ -197,8 +198,10 @@ def test_a_hostile_table_never_crashes_a_load(
         assert ((result.ids >= -1) & (result.ids < len(CORPUS))).all()
 
 
-@pytest.mark.parametrize("version", [0, 3, True, 1.0])
+@pytest.mark.parametrize("version", [0, 4, True, 1.0])
 def test_other_versions_are_refused_naming_those_read(copy: Path, version: object) -> None:
     edit_manifest(copy, format_version=version)
-    with pytest.raises(IndexFormatError, match=r"format version .*reads version 1 and 2: rebuild"):
+    with pytest.raises(
+        IndexFormatError, match=r"format version .*reads version 1, 2 and 3: rebuild"
+    ):
         BM25Index.load(copy)

@@ -103,7 +103,7 @@ def test_every_fixture_records_its_format_version_and_commit() -> None:
 # -- the legs -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["bm25", "bm25-v1", "hybrid-v3/bm25"])
+@pytest.mark.parametrize("name", ["bm25", "bm25-v2", "bm25-v1", "hybrid-v3/bm25"])
 def test_bm25_fixture_equals_numpy_bm25(name: str, tmp_path: Path) -> None:
     index = BM25Index.load(_copy(name, tmp_path))
     oracle, analyzer = oracle_for(index, DOCS)
@@ -113,13 +113,14 @@ def test_bm25_fixture_equals_numpy_bm25(name: str, tmp_path: Path) -> None:
     assert list(index.doc_ids) == [d["_id"] for d in DOCS]
 
 
-@pytest.mark.parametrize(("name", "version"), [("bm25", 2), ("bm25-v1", 1)])
+@pytest.mark.parametrize(("name", "version"), [("bm25", 3), ("bm25-v2", 2), ("bm25-v1", 1)])
 @pytest.mark.parametrize("mmap", [False, True])
 def test_bm25_fixture_equals_a_fresh_build(
     name: str, version: int, mmap: bool, tmp_path: Path
 ) -> None:
-    """Both versions (the table saved or built at load) find every term and rank like a
-    build of today, memory-mapped or not; and save as the current version."""
+    """Every version (the table saved or built at load; positions or none) finds every term
+    and ranks like a build of today, memory-mapped or not; and saves as the current
+    version."""
     path = _copy(name, tmp_path)
     assert json.loads((path / "manifest.json").read_text())["format_version"] == version
     index, built = BM25Index.load(path, mmap=mmap), BM25Index.build(DOCS)
@@ -134,6 +135,25 @@ def test_bm25_fixture_equals_a_fresh_build(
     index.save(tmp_path / "again")
     saved = json.loads((tmp_path / "again" / "manifest.json").read_text())
     assert saved["format_version"] == bm25_format.FORMAT_VERSION
+
+
+@pytest.mark.parametrize("verify", [False, True])
+def test_bm25_fixture_positions_match_the_token_stream_oracle(verify: bool, tmp_path: Path) -> None:
+    """Version 3's positions: each phrase's documents are those whose analysed terms hold
+    the phrase's as a run (the oracle: a scan of ``Analyzer.analyze``); version 2 has none."""
+    index = BM25Index.load(_copy("bm25", tmp_path), verify=verify)
+    analyzer = Analyzer(index.analyzer)
+    streams = [analyzer.analyze(doc_text(d)) for d in DOCS]
+    assert index.has_positions and not BM25Index.load(_copy("bm25-v2", tmp_path)).has_positions
+    phrases = [" ".join(stream[i : i + 2]) for stream in streams for i in range(len(stream) - 1)]
+    phrases += [" ".join(reversed(stream[:2])) for stream in streams if len(stream) > 1]
+    for phrase in phrases:
+        terms = analyzer.analyze(phrase)
+        expected = [
+            any(s[i : i + len(terms)] == terms for i in range(len(s) - len(terms) + 1))
+            for s in streams
+        ]
+        assert index.phrase_mask([phrase]).tolist() == expected, phrase
 
 
 @pytest.mark.parametrize("name", ["dense", "dense-v1", "hybrid-v3/dense"])

@@ -58,10 +58,41 @@ struct IndexBuilder::Shard {
     std::vector<int32_t> terms;
     std::vector<uint32_t> tfs;
     std::vector<int32_t> lengths;
+    std::vector<uint32_t> positions;  // with positions_: each entry's, ascending
 };
 
-IndexBuilder::IndexBuilder(AnalyzerConfig config, unsigned num_threads)
-    : analyzer_(std::move(config)), num_threads_(num_threads), doc_offsets_{0} {
+namespace {
+
+/// (term, position) packed so that sorting orders by term, then position.
+inline uint64_t term_position(int32_t term, uint32_t position) noexcept {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(term)) << 32) | position;
+}
+inline int32_t key_term(uint64_t key) noexcept { return static_cast<int32_t>(key >> 32); }
+inline uint32_t key_position(uint64_t key) noexcept { return static_cast<uint32_t>(key); }
+
+/// Appends the entries of one document's sorted (term, position) `keys` to `terms`, `tfs`
+/// and `positions`.
+void append_entries(const std::vector<uint64_t>& keys, std::vector<int32_t>& terms,
+                    std::vector<uint32_t>& tfs, std::vector<uint32_t>& positions) {
+    for (std::size_t i = 0; i < keys.size();) {
+        std::size_t j = i;
+        while (j < keys.size() && key_term(keys[j]) == key_term(keys[i])) {
+            positions.push_back(key_position(keys[j]));
+            ++j;
+        }
+        terms.push_back(key_term(keys[i]));
+        tfs.push_back(static_cast<uint32_t>(j - i));
+        i = j;
+    }
+}
+
+}  // namespace
+
+IndexBuilder::IndexBuilder(AnalyzerConfig config, unsigned num_threads, bool positions)
+    : analyzer_(std::move(config)),
+      num_threads_(num_threads),
+      positions_(positions),
+      doc_offsets_{0} {
     if (num_threads == 0) throw std::invalid_argument("num_threads must be >= 1, got 0");
 }
 
@@ -86,6 +117,7 @@ void IndexBuilder::tokenize_shard(const std::vector<std::string>& texts, Shard& 
 
 void IndexBuilder::count_shard(Shard& shard) const {
     std::vector<int32_t> doc_terms;
+    std::vector<uint64_t> keys;
     shard.doc_offsets.assign(1, 0);
     const std::size_t n_docs = shard.end - shard.begin;
     for (std::size_t d = 0; d < n_docs; ++d) {
@@ -99,6 +131,16 @@ void IndexBuilder::count_shard(Shard& shard) const {
             throw std::length_error("a document has more than 2^31 - 1 terms");
         }
         shard.lengths.push_back(static_cast<int32_t>(doc_terms.size()));
+        if (positions_) {
+            keys.clear();
+            for (std::size_t p = 0; p < doc_terms.size(); ++p) {
+                keys.push_back(term_position(doc_terms[p], static_cast<uint32_t>(p)));
+            }
+            std::sort(keys.begin(), keys.end());
+            append_entries(keys, shard.terms, shard.tfs, shard.positions);
+            shard.doc_offsets.push_back(static_cast<int64_t>(shard.terms.size()));
+            continue;
+        }
         std::sort(doc_terms.begin(), doc_terms.end());
         for (std::size_t i = 0; i < doc_terms.size();) {
             std::size_t j = i + 1;
@@ -154,6 +196,8 @@ void IndexBuilder::add(const std::vector<std::string>& texts) {
         doc_terms_.insert(doc_terms_.end(), shard.terms.begin(), shard.terms.end());
         doc_tfs_.insert(doc_tfs_.end(), shard.tfs.begin(), shard.tfs.end());
         doc_lengths_.insert(doc_lengths_.end(), shard.lengths.begin(), shard.lengths.end());
+        doc_positions_.insert(doc_positions_.end(), shard.positions.begin(),
+                              shard.positions.end());
     }
 }
 
@@ -170,6 +214,22 @@ InvertedIndexArrays IndexBuilder::finish_mapped(const std::vector<int32_t>& targ
             throw std::invalid_argument("a target is " + std::to_string(target) +
                                         ", outside -1 .. " + std::to_string(n_new - 1));
         }
+    }
+    if (positions_) {
+        int64_t out = 0;
+        int64_t out_position = 0;
+        int64_t read_position = 0;
+        std::vector<uint64_t> keys;
+        std::vector<uint32_t> dropped;
+        for (std::size_t d = 0; d + 1 < doc_offsets_.size(); ++d) {
+            map_document(d, targets, out, out_position, read_position, keys, dropped);
+        }
+        doc_offsets_.back() = out;
+        doc_terms_.resize(static_cast<std::size_t>(out));
+        doc_tfs_.resize(static_cast<std::size_t>(out));
+        doc_positions_.resize(static_cast<std::size_t>(out_position));
+        terms_ = std::move(vocabulary);
+        return finish();
     }
     // Per document, its entries mapped in place: `slot[t]` is where the document's entry
     // for new term t is, valid when `owner[t]` is the document.
@@ -204,6 +264,50 @@ InvertedIndexArrays IndexBuilder::finish_mapped(const std::vector<int32_t>& targ
     doc_tfs_.resize(static_cast<std::size_t>(out));
     terms_ = std::move(vocabulary);
     return finish();
+}
+
+void IndexBuilder::map_document(std::size_t d, const std::vector<int32_t>& targets,
+                                int64_t& out, int64_t& out_position, int64_t& read_position,
+                                std::vector<uint64_t>& keys, std::vector<uint32_t>& dropped) {
+    // The document's occurrences as (new term, position), positions renumbered over the
+    // terms kept, then written back in place: never past what was read, since mapping only
+    // merges and drops.
+    keys.clear();
+    dropped.clear();
+    const int64_t begin = doc_offsets_[d];
+    const int64_t end = doc_offsets_[d + 1];
+    doc_offsets_[d] = out;
+    for (int64_t i = begin; i < end; ++i) {
+        const int32_t target = targets[static_cast<std::size_t>(doc_terms_[i])];
+        for (uint32_t j = 0; j < doc_tfs_[i]; ++j) {
+            const uint32_t position = doc_positions_[static_cast<std::size_t>(read_position++)];
+            if (target < 0) {
+                dropped.push_back(position);
+            } else {
+                keys.push_back(term_position(target, position));
+            }
+        }
+    }
+    std::sort(dropped.begin(), dropped.end());
+    for (uint64_t& key : keys) {
+        const uint32_t position = key_position(key);
+        const auto before = std::lower_bound(dropped.begin(), dropped.end(), position);
+        key = term_position(key_term(key),
+                            position - static_cast<uint32_t>(before - dropped.begin()));
+    }
+    std::sort(keys.begin(), keys.end());
+    doc_lengths_[d] -= static_cast<int32_t>(dropped.size());
+    for (std::size_t i = 0; i < keys.size();) {
+        std::size_t j = i;
+        while (j < keys.size() && key_term(keys[j]) == key_term(keys[i])) {
+            doc_positions_[static_cast<std::size_t>(out_position++)] = key_position(keys[j]);
+            ++j;
+        }
+        doc_terms_[static_cast<std::size_t>(out)] = key_term(keys[i]);
+        doc_tfs_[static_cast<std::size_t>(out)] = static_cast<uint32_t>(j - i);
+        ++out;
+        i = j;
+    }
 }
 
 InvertedIndexArrays IndexBuilder::finish() {
@@ -246,12 +350,51 @@ InvertedIndexArrays IndexBuilder::finish() {
         }
     }
 
+    if (positions_) write_positions(out);
     out.vocab_bytes = terms_.bytes();
     out.vocab_offsets = terms_.offsets();
     out.vocab_slots = terms_.slots();
     out.doc_lengths = std::move(doc_lengths_);
-    *this = IndexBuilder(analyzer_.config(), num_threads_);
+    *this = IndexBuilder(analyzer_.config(), num_threads_, positions_);
     return out;
+}
+
+void IndexBuilder::write_positions(InvertedIndexArrays& out) const {
+    const std::size_t n_terms = terms_.size();
+    const std::size_t n_docs = num_documents();
+    // Pass 1: the encoded size of each term's positions; pass 2: each written in place, in
+    // the order of the term's postings (documents ascending).
+    std::vector<int64_t> sizes(n_terms, 0);
+    std::size_t read = 0;
+    for (std::size_t d = 0; d < n_docs; ++d) {
+        for (int64_t i = doc_offsets_[d]; i < doc_offsets_[d + 1]; ++i) {
+            uint32_t last = 0;
+            for (uint32_t j = 0; j < doc_tfs_[i]; ++j, ++read) {
+                sizes[doc_terms_[i]] +=
+                    static_cast<int64_t>(varint_size(doc_positions_[read] - last));
+                last = doc_positions_[read];
+            }
+        }
+    }
+    out.position_offsets.assign(n_terms + 1, 0);
+    for (std::size_t t = 0; t < n_terms; ++t) {
+        out.position_offsets[t + 1] = out.position_offsets[t] + sizes[t];
+    }
+    out.positions.resize(static_cast<std::size_t>(out.position_offsets[n_terms]));
+    std::vector<uint8_t*> cursor(n_terms);
+    for (std::size_t t = 0; t < n_terms; ++t) {
+        cursor[t] = out.positions.data() + out.position_offsets[t];
+    }
+    read = 0;
+    for (std::size_t d = 0; d < n_docs; ++d) {
+        for (int64_t i = doc_offsets_[d]; i < doc_offsets_[d + 1]; ++i) {
+            uint32_t last = 0;
+            for (uint32_t j = 0; j < doc_tfs_[i]; ++j, ++read) {
+                cursor[doc_terms_[i]] = write_varint(cursor[doc_terms_[i]], doc_positions_[read] - last);
+                last = doc_positions_[read];
+            }
+        }
+    }
 }
 
 }  // namespace hybrid_engine

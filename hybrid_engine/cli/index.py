@@ -70,6 +70,12 @@ def add_parser(subparsers: Any) -> None:
     )
     bm25.add_argument("--keep-accents", action="store_true", help="do not strip diacritics")
     bm25.add_argument("--cjk", choices=("unigram", "bigram"), default=None)
+    bm25.add_argument(
+        "--positions",
+        action="store_true",
+        help='record term positions, for phrase queries: a search\'s "quoted phrase" is '
+        "then required in its hits (costs disk and build time: docs/lexical.md)",
+    )
     dense = p.add_argument_group("dense leg (default: the engine's)")
     dense.add_argument("--m", type=int, default=None, help="HNSW graph degree")
     dense.add_argument(
@@ -105,6 +111,8 @@ def leg_options(args: argparse.Namespace) -> LegOptions:
         for name, value in (("k1", args.k1), ("b", args.b), ("method", args.method))
         if value is not None
     }
+    if args.positions:
+        bm25["positions"] = True
     analysis = (args.language, args.no_stopwords, args.keep_accents, args.stemmer, args.cjk)
     if any(flag not in (None, False) for flag in analysis):
         defaults = AnalyzerConfig()

@@ -21,6 +21,7 @@ from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.distributed.partition import SEQ_FIELD
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.lexical.statistics import CollectionStats
+from hybrid_engine.live.query_groups import query_groups, search_groups
 from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.bi_encoder import Encoder
@@ -256,13 +257,33 @@ class ShardWorker:
         view = self._view(generation)
         snapshot = view.snapshot
         allowed = snapshot.allowed(None if where is None else Filter.compile(where))
+        groups = query_groups(snapshot, queries, allowed)  # the phrases they quote
+        n = len(queries)
         found: dict[str, SearchResult] = {}
         if queries and snapshot.bm25_counts is not None:
-            found["bm25"] = snapshot.search_bm25(queries, width, num_threads, allowed)
+            found["bm25"] = search_groups(
+                n,
+                groups,
+                lambda masks, rows: snapshot.search_bm25(
+                    [queries[row] for row in rows], width, num_threads, masks
+                ),
+            )
         if dense_vectors is not None:
-            found["dense"] = snapshot.search_dense(dense_vectors, width, num_threads, allowed)
+            vectors = dense_vectors
+            found["dense"] = search_groups(
+                n,
+                groups,
+                lambda masks, rows: snapshot.search_dense(vectors[rows], width, num_threads, masks),
+            )
         if splade_vectors is not None:
-            found["splade"] = snapshot.search_splade(splade_vectors, width, num_threads, allowed)
+            sparse = splade_vectors
+            found["splade"] = search_groups(
+                n,
+                groups,
+                lambda masks, rows: snapshot.search_splade(
+                    sparse.take(rows), width, num_threads, masks
+                ),
+            )
         return {
             leg: (np.where(hits.ids == PAD_ID, PAD_ID, view.seq[hits.ids]), hits.scores)
             for leg, hits in found.items()

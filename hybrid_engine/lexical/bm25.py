@@ -16,6 +16,13 @@ from hybrid_engine.lexical.bm25_attributes import BM25Attributes
 from hybrid_engine.lexical.bm25_build import index_corpus
 from hybrid_engine.lexical.bm25_format import read_index, write_index
 from hybrid_engine.lexical.bm25_params import BM25Params
+from hybrid_engine.lexical.phrases import (
+    Phrases,
+    matching_documents,
+    phrase_groups,
+    quoted_phrases,
+    stitched,
+)
 from hybrid_engine.lexical.statistics import CollectionStats, check_statistics
 from hybrid_engine.lexical.weighted import weighted_queries
 from hybrid_engine.results import SearchResult, hits_width
@@ -56,6 +63,7 @@ class BM25Index(BM25Attributes):
         show_progress: bool = False,
         batch_size: int = 16384,
         cache_impacts: bool | None = None,
+        positions: bool = False,
     ) -> BM25Index:
         """Index a corpus.
 
@@ -79,6 +87,10 @@ class BM25Index(BM25Attributes):
             Keep every posting decoded in memory as (doc id, score factor), 8 bytes each, for
             faster scoring (about 1.3x on SciFact, 2x at 5M documents). None: only when that
             takes at most ``IMPACT_CACHE_MAX_BYTES``. Results are bit-identical either way.
+        positions : bool
+            Also record where each term occurs in each document, for phrase queries
+            (``search``, ``lexical.phrases``): about 1.1 more bytes per token on disk and in
+            memory, and a longer build (docs/lexical.md "Phrases" measures both).
 
         Raises
         ------
@@ -89,7 +101,9 @@ class BM25Index(BM25Attributes):
         """
         params = BM25Params(method=method, k1=k1, b=b, delta=delta)
         analyzer = analyzer if analyzer is not None else AnalyzerConfig()
-        arrays, doc_ids = index_corpus(corpus, analyzer, num_threads, show_progress, batch_size)
+        arrays, doc_ids = index_corpus(
+            corpus, analyzer, num_threads, show_progress, batch_size, positions
+        )
         cache = _auto_cache(arrays, mmap=False) if cache_impacts is None else cache_impacts
         return cls(arrays, params, analyzer, doc_ids, cache)
 
@@ -114,7 +128,9 @@ class BM25Index(BM25Attributes):
             them (the result has ``min(k, n)`` columns). Rows are padded (id -1, score -inf)
             when fewer documents hold any query term, e.g. a query made only of unknown words
             or stopwords; an empty or blank query is such a query (its row is all padding), in
-            a batch too.
+            a batch too. In an index with positions (``has_positions``), the phrases a query
+            quotes (``"heart attack"``) are required: its hits hold each of them as a run of
+            terms (``lexical.phrases``); elsewhere quotes are punctuation.
         num_threads : int, optional
             Threads scoring the batch; when None, up to all cores for large batches (one per
             32 queries).
@@ -143,8 +159,18 @@ class BM25Index(BM25Attributes):
         """
         texts = check_queries(queries)
         k = hits_width(check_k(k), self.num_documents)
-        terms, weights, offsets = self._encoder.encode(texts)
-        return self._searcher.search((terms, weights, offsets), k, num_threads, allowed=allowed)
+        if not self.has_positions:
+            return self._searcher.search(
+                self._encoder.encode(texts), k, num_threads, allowed=allowed
+            )
+        groups = phrase_groups([quoted_phrases(text) for text in texts])
+
+        def search(phrases: Phrases, rows: np.ndarray) -> SearchResult:
+            mask = self.phrase_mask(phrases, allowed)
+            encoded = self._encoder.encode([texts[row] for row in rows])
+            return self._searcher.search(encoded, k, num_threads, allowed=mask)
+
+        return stitched(len(texts), groups, search)
 
     def search_weighted(
         self,
@@ -186,6 +212,62 @@ class BM25Index(BM25Attributes):
         encoded = weighted_queries(queries, self.term_id)
         k = hits_width(check_k(k), self.num_documents)
         return self._searcher.search(encoded, k, num_threads, allowed=allowed)
+
+    def phrase_mask(
+        self, phrases: Sequence[str], allowed: np.ndarray | None = None
+    ) -> np.ndarray | None:
+        """The documents holding every one of ``phrases`` (``lexical.phrases`` says how a
+        phrase matches), within ``allowed``.
+
+        Parameters
+        ----------
+        phrases : sequence of str
+            Phrases, unquoted. One the analyzer leaves no term of (only stopwords, say) asks
+            for nothing.
+        allowed : numpy.ndarray, optional
+            bool ``(num_documents,)``: only these documents may match.
+
+        Returns
+        -------
+        numpy.ndarray or None
+            bool ``(num_documents,)``; None when nothing is asked (no phrase has a term) and
+            ``allowed`` is None.
+
+        Raises
+        ------
+        ValueError
+            The index has no positions (build it with ``positions=True``).
+        IndexFormatError
+            The positions or postings the phrases read are malformed (an index loaded
+            without ``verify``).
+        """
+        if not self.has_positions:
+            raise ValueError(
+                "phrase queries need positions; build the index with positions=True "
+                "(bm25_options={'positions': True} for HybridIndex)"
+            )
+        mask = None if allowed is None else check_allowed(allowed, self.num_documents).copy()
+        for phrase in phrases:
+            docs = self._phrase_documents(phrase)
+            if docs is None:
+                continue
+            matching = np.zeros(self.num_documents, dtype=bool)
+            matching[docs] = True
+            mask = matching if mask is None else mask & matching
+        return mask
+
+    def _phrase_documents(self, phrase: str) -> np.ndarray | None:
+        """The documents (int64, ascending) holding ``phrase``; None when the analyzer
+        leaves it no term."""
+        terms = self._phrase_analyzer.analyze(phrase)
+        if not terms:
+            return None
+        ids = np.array([self.term_id(term) for term in terms], dtype=np.int32)
+        if np.any(ids < 0):
+            return np.empty(0, dtype=np.int64)
+        if self._check is not None:
+            self._check.terms(ids)
+        return matching_documents(self._arrays, ids)
 
     # -- collection statistics ----------------------------------------------------------------
 

@@ -4,12 +4,13 @@ scoring state, and the read-only properties over them."""
 from __future__ import annotations
 
 import threading
+from functools import cached_property
 
 import numpy as np
 
 from hybrid_engine import _core
 from hybrid_engine.corpus import DocIds
-from hybrid_engine.lexical.analysis import AnalyzerConfig
+from hybrid_engine.lexical.analysis import Analyzer, AnalyzerConfig
 from hybrid_engine.lexical.bm25_params import BM25Params
 from hybrid_engine.lexical.bm25_scoring import bm25_searcher
 from hybrid_engine.lexical.postings import PostingsSearcher
@@ -111,6 +112,16 @@ class BM25Attributes:
     @property
     def num_postings(self) -> int:
         return int(self._arrays["doc_freqs"].sum())
+
+    @property
+    def has_positions(self) -> bool:
+        """Whether the index records positions (``build(positions=True)``): what phrase
+        queries need."""
+        return "positions" in self._arrays
+
+    @cached_property
+    def _phrase_analyzer(self) -> Analyzer:
+        return Analyzer(self._analyzer)
 
     @property
     def doc_freqs(self) -> np.ndarray:

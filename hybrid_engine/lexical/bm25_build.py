@@ -21,6 +21,7 @@ def index_corpus(
     num_threads: int | None,
     show_progress: bool,
     batch_size: int,
+    positions: bool = False,
 ) -> tuple[dict[str, np.ndarray], DocIds]:
     """The index arrays and document ids of a corpus (arguments as in ``BM25Index.build``).
 
@@ -28,7 +29,7 @@ def index_corpus(
     -------
     arrays : dict of numpy.ndarray
         The C++ builder's arrays: vocabulary, document frequencies, postings and document
-        lengths.
+        lengths, and with ``positions`` the positions of every posting.
     doc_ids : DocIds
         The corpus ``_id`` of each position.
 
@@ -39,7 +40,7 @@ def index_corpus(
     TypeError
         A document that is not ``str`` or a dict of ``str``.
     """
-    builder = _core.IndexBuilder(analyzer.to_core(), check_threads(num_threads))
+    builder = _core.IndexBuilder(analyzer.to_core(), check_threads(num_threads), positions)
     ids: list[str | None] = []
     total = len(corpus) if isinstance(corpus, Sequence) else None
     with progress_bar(total=total, unit="doc", desc="indexing", show=show_progress) as bar:

@@ -5,7 +5,12 @@ Version 2 adds ``vocab_slots``: the hash table of the vocabulary as the C++ term
 out (``StringTable::slots()``, csrc/include/hybrid_engine/string_table.hpp), so that a load
 looks terms up in the saved arrays in place (memory-mapped too) instead of inserting every
 term into a new table. Version 1 indexes, without it, still load: their table is built at load
-as it always was, and saving one writes version 2.
+as it always was, and saving one writes version 3.
+
+Version 3 adds the optional positions of an index built with ``positions=True``
+(``position_offsets`` and ``positions``, layout in csrc/include/hybrid_engine/postings.hpp),
+recorded as ``"positions": true`` in the manifest; without them it is version 2's layout, and
+version 2 indexes load as ones without positions.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import numpy as np
 from hybrid_engine import _core
 from hybrid_engine.corpus import DocIds
 from hybrid_engine.errors import IndexFormatError
+from hybrid_engine.lexical._phrase import check_positions
 from hybrid_engine.lexical._postings_decode import check_terms
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.lexical.bm25_params import BM25Params
@@ -26,8 +32,8 @@ from hybrid_engine.lexical.postings_check import PostingsCheck
 from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
 
 FORMAT = "hybrid_engine.bm25"
-FORMAT_VERSION = 2
-OLDER_VERSIONS = (1,)
+FORMAT_VERSION = 3
+OLDER_VERSIONS = (1, 2)
 """The versions before ``FORMAT_VERSION`` that ``read_index`` reads too."""
 _INDEX_ARRAYS: dict[str, type[np.generic]] = {
     "vocab_bytes": np.uint8,
@@ -39,6 +45,10 @@ _INDEX_ARRAYS: dict[str, type[np.generic]] = {
     "doc_lengths": np.int32,
 }
 _V1_ARRAYS = {name: dtype for name, dtype in _INDEX_ARRAYS.items() if name != "vocab_slots"}
+_POSITION_ARRAYS: dict[str, type[np.generic]] = {
+    "position_offsets": np.int64,
+    "positions": np.uint8,
+}
 _PARAM_NAMES = {f.name for f in fields(BM25Params)}
 
 
@@ -52,13 +62,16 @@ def write_index(
 ) -> None:
     """Write an index's arrays, ids and manifest to directory ``path`` atomically (see
     ``storage.write_index_dir``); ``stats`` is recorded in the manifest as it is."""
-    files = {name: arrays[name] for name in _INDEX_ARRAYS}
+    positions = "positions" in arrays
+    names = [*_INDEX_ARRAYS, *(_POSITION_ARRAYS if positions else ())]
+    files = {name: arrays[name] for name in names}
     files.update(doc_ids.arrays())
     metadata: dict[str, Any] = {
         "params": asdict(params),
         "analyzer": analyzer.to_dict(),
         "stats": stats,
         "doc_ids": doc_ids.mode,
+        "positions": positions,
     }
     write_index_dir(path, FORMAT, FORMAT_VERSION, metadata, files)
 
@@ -94,10 +107,14 @@ def read_index(
         analyzer.to_core()
         n_docs = int(manifest["stats"]["num_documents"])
         saved_ids = manifest["doc_ids"]
+        positions = manifest.get("positions", False)
+        if not isinstance(positions, bool):
+            raise TypeError(f"positions is {positions!r}, not true or false")
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexFormatError(f"{path}: bad manifest entry ({exc}); rebuild the index") from None
     version = manifest["format_version"]
-    _check_arrays(path, arrays, n_docs, _INDEX_ARRAYS if version == FORMAT_VERSION else _V1_ARRAYS)
+    expected = _V1_ARRAYS if version == 1 else _INDEX_ARRAYS
+    _check_arrays(path, arrays, n_docs, expected | (_POSITION_ARRAYS if positions else {}))
     _vocabulary_table(path, arrays, build=version == 1, verify=verify)
     offsets, postings, doc_freqs = (arrays[n] for n in ("posting_offsets", "postings", "doc_freqs"))
     check = PostingsCheck(
@@ -107,6 +124,8 @@ def read_index(
     )
     if verify:
         check.everything()
+        if positions:
+            _check_positions(path, arrays)
     doc_ids = DocIds.from_saved(path, saved_ids, arrays, n_docs)
     return arrays, params, analyzer, doc_ids, check
 
@@ -160,11 +179,26 @@ def _check_arrays(
     n_terms = len(arrays["doc_freqs"])
     if n_docs < 1 or len(arrays["doc_lengths"]) != n_docs:
         raise fail(f"doc_lengths has {len(arrays['doc_lengths'])} entries for {n_docs} documents")
-    for offsets, data, count in (
-        ("vocab_offsets", "vocab_bytes", n_terms),
-        ("posting_offsets", "postings", n_terms),
-    ):
-        if not delimits(arrays[offsets], arrays[data], count):
+    delimited = [("vocab_offsets", "vocab_bytes"), ("posting_offsets", "postings")]
+    if "positions" in expected:
+        delimited.append(("position_offsets", "positions"))
+    for offsets, data in delimited:
+        if not delimits(arrays[offsets], arrays[data], n_terms):
             raise fail(f"{offsets} does not delimit {data}")
     if np.any(arrays["doc_lengths"] < 0) or np.any(arrays["doc_freqs"] < 1):
         raise fail("negative document lengths or empty posting lists")
+
+
+def _check_positions(path: str | os.PathLike[str], arrays: dict[str, np.ndarray]) -> None:
+    """Raise IndexFormatError unless every term's positions run is well formed
+    (``_phrase.check_positions``); the postings must be checked already."""
+    bad = check_positions(
+        arrays["posting_offsets"],
+        arrays["postings"],
+        arrays["position_offsets"],
+        arrays["positions"],
+    )
+    if bad >= 0:
+        raise IndexFormatError(
+            f"{path}: the positions of term {bad} are malformed; the index is corrupt, rebuild it"
+        )

@@ -24,7 +24,7 @@ class EngineConfig:
         The legs, in ``pipeline.legs.RETRIEVERS`` order.
     bm25 : dict
         ``BM25Index.build`` keyword arguments (``k1``, ``b``, ``method``, ``delta``,
-        ``analyzer``), and ``title_weight`` (``title_weight``).
+        ``analyzer``, ``positions``), and ``title_weight`` (``title_weight``).
     dense : dict
         ``DenseIndex.build`` keyword arguments (``metric``, ``m``, ``ef_construction``,
         ``ef_search``, ``exact_threshold``, ``batch_size``).
@@ -93,6 +93,8 @@ class EngineConfig:
         BM25Params(**params)  # raises on bad values
         if "title_weight" in bm25:
             check_title_weight(bm25["title_weight"])
+        if "positions" in bm25:
+            check_positions(bm25["positions"])
         scale = values["splade_scale"]
         if scale is not None and not (isinstance(scale, (int, float)) and scale > 0):
             raise ValueError(f"splade_scale is {scale!r}")
@@ -115,3 +117,10 @@ MAX_TITLE_WEIGHT = 10
 def check_title_weight(weight: object) -> int:
     """``weight`` when an int in ``[1, MAX_TITLE_WEIGHT]``; ValueError otherwise."""
     return check_int("bm25_options['title_weight']", weight, 1, MAX_TITLE_WEIGHT)
+
+
+def check_positions(positions: object) -> bool:
+    """``positions`` when True or False; TypeError otherwise."""
+    if not isinstance(positions, bool):
+        raise TypeError(f"bm25_options['positions'] must be True or False, got {positions!r}")
+    return positions

@@ -228,6 +228,13 @@ class Snapshot:
 
         return self._per_segment(positions, hits)
 
+    @property
+    def has_positions(self) -> bool:
+        """Whether every segment's BM25 leg records positions: what phrase queries need
+        (``live.query_groups``)."""
+        legs = [segment.bm25 for segment in self.segments]
+        return bool(legs) and all(leg is not None and leg.has_positions for leg in legs)
+
     @cached_property
     def text_analyzer(self) -> Analyzer:
         """The analyzer of the BM25 leg (its settings, in every segment the same), the

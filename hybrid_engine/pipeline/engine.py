@@ -24,6 +24,7 @@ from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.live import layout
 from hybrid_engine.live.config import EngineConfig
 from hybrid_engine.live.documents import LiveDocuments
+from hybrid_engine.live.query_groups import query_groups
 from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.metadata import Filter
@@ -123,7 +124,9 @@ class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):
             The cross-encoder of ``search(rerank=...)``, through its gate (``with_reranker``).
         bm25_options : dict, optional
             Parameters of ``BM25Index.build`` for the BM25 leg, keys from
-            ``legs.BM25_OPTIONS``: ``k1``, ``b``, ``method``, ``delta``, ``analyzer``.
+            ``legs.BM25_OPTIONS``: ``k1``, ``b``, ``method``, ``delta``, ``analyzer``,
+            ``positions`` (True: phrase queries, ``search``), and ``title_weight``
+            (``live.config.EngineConfig.title_weight``).
         dense_options : dict, optional
             Parameters of ``DenseIndex.build`` for the dense leg, keys from
             ``legs.DENSE_OPTIONS``: ``metric``, ``m``, ``ef_construction``, ``ef_search``,
@@ -293,7 +296,10 @@ class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):
         ----------
         queries : str, sequence of str or 1-d numpy array of str
             Query texts. An empty or blank one is a query without hits: it is not encoded,
-            and its row is all padding.
+            and its row is all padding. With ``bm25_options={"positions": True}``, the
+            phrases a query quotes (``"heart attack"``) are required in every leg: its hits
+            hold each of them (``lexical.phrases``; docs/lexical.md "Phrases"); elsewhere
+            quotes are punctuation.
         k : int
             Hits per query, >= 1. The result has ``min(k, len(self))`` columns (the live
             documents; 0 when there are none), and no stage asks for more hits than there are
@@ -444,14 +450,14 @@ class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):
         reranker = self._reranker if plan.rerank is not None else None
         models = Models(state.encoder, state.splade_encoder, reranker)
         snapshot.check_filter(plan.where)
-        allowed = snapshot.allowed(plan.where)
+        groups = query_groups(snapshot, texts, snapshot.allowed(plan.where))
         return run_search(
             plan,
             snapshot,
             self._planned_retrievers,
             texts,
             models,
-            allowed,
+            groups,
             num_threads,
             query_vectors,
             health=self._health,

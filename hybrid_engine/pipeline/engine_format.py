@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from hybrid_engine._version import __version__
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.live import commits, leftovers
-from hybrid_engine.live.config import EngineConfig, check_title_weight
+from hybrid_engine.live.config import EngineConfig, check_positions, check_title_weight
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.session import TextModel
@@ -60,6 +60,8 @@ def engine_config(
     bm25 = check_options("bm25_options", bm25_options, BM25_OPTIONS, "bm25", chosen)
     if "title_weight" in bm25:
         check_title_weight(bm25["title_weight"])
+    if "positions" in bm25:
+        check_positions(bm25["positions"])
     dense = check_options("dense_options", dense_options, DENSE_OPTIONS, "dense", chosen)
     models: dict[str, dict[str, str] | None] = {}
     if "dense" in chosen:

@@ -19,7 +19,7 @@ RETRIEVERS = ("bm25", "dense", "splade")
 """Retrievers a ``HybridIndex`` can combine, in the order of its legs."""
 DEFAULT_RETRIEVERS = ("bm25", "dense")
 """The retrievers of ``HybridIndex.build`` by default."""
-BM25_OPTIONS = ("k1", "b", "method", "delta", "analyzer", "title_weight")
+BM25_OPTIONS = ("k1", "b", "method", "delta", "analyzer", "positions", "title_weight")
 """Keys of ``HybridIndex.build(bm25_options=...)``: these parameters of ``BM25Index.build``,
 and ``title_weight`` (``live.config.EngineConfig.title_weight``)."""
 DENSE_OPTIONS = (

@@ -8,13 +8,14 @@ reranking and MMR never see them.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from hybrid_engine.checks import nonblank_rows
 from hybrid_engine.dense.encoding import QUERY, sided
+from hybrid_engine.live.query_groups import QueryGroups, search_groups
 from hybrid_engine.live.snapshot import Masks, Snapshot
 from hybrid_engine.pipeline.degradation import Health
 from hybrid_engine.pipeline.facets import Facets, count_facets
@@ -27,7 +28,7 @@ from hybrid_engine.pipeline.rerank import rerank
 from hybrid_engine.pipeline.rescore import rescore
 from hybrid_engine.pipeline.result import HybridResult
 from hybrid_engine.protocols import PairScorer, SparseEncoder, TextEncoder
-from hybrid_engine.results import PAD_ID, SearchResult
+from hybrid_engine.results import PAD_ID, SearchResult, hits_width
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def run_search(
     retrievers: Sequence[str],
     queries: list[str],
     models: Models,
-    allowed: Masks,
+    groups: QueryGroups,
     num_threads: int | None,
     query_vectors: np.ndarray | None = None,
     *,
@@ -89,7 +90,8 @@ def run_search(
     unloaded: Mapping[str, str] | None = None,
 ) -> HybridResult:
     """The stages of ``plan`` over ``snapshot``'s ``retrievers`` for checked ``queries``, each
-    leg returning only documents ``allowed`` (per segment); ``models.reranker`` is needed when
+    leg returning only the documents of each query's group's masks (``query_groups``: the
+    filter's, narrowed by the query's phrases); ``models.reranker`` is needed when
     ``plan.rerank`` is set. ``query_vectors`` (checked, one row per query) replace the dense
     leg's encoding of the queries. ``unloaded`` names the legs of ``retrievers`` whose model
     the engine could not load, with the reason: they are left out of every search.
@@ -129,7 +131,7 @@ def run_search(
         rows,
         plan.width,
         models,
-        allowed,
+        groups,
         num_threads,
         query_vectors,
     )
@@ -307,19 +309,36 @@ def _search_legs(
     rows: np.ndarray,
     width: int,
     models: Models,
-    allowed: Masks,
+    groups: QueryGroups,
     num_threads: int | None,
     given_vectors: np.ndarray | None,
 ) -> tuple[dict[str, SearchResult], np.ndarray | None]:
-    """The top ``width`` of the queries of each leg that answered, by leg, and the dense
+    """The top ``width`` of the queries of each leg that answered (each group of ``groups``
+    within its masks), by leg, and the dense
     query vectors of the non-blank ones (``rows``; None when the dense leg did not run),
     encoded once here so MMR reuses them (or taken from ``given_vectors``, one row per query,
     when given). Every leg but ``floor`` is optional."""
     asked = [queries[row] for row in rows]
     n = len(queries)
+    nonblank = np.zeros(n, dtype=bool)
+    nonblank[rows] = True
+    columns = hits_width(width, snapshot.num_live)
+
+    def nonblank_hits(
+        sub: np.ndarray, search: Callable[[np.ndarray], SearchResult]
+    ) -> SearchResult:
+        """``search(kept)`` of the non-blank rows ``kept`` of ``sub``, a row per row of
+        ``sub`` (padding for the blank ones)."""
+        kept = sub[nonblank[sub]]
+        if not len(kept):
+            return SearchResult.empty(len(sub), columns)
+        return search(kept).scattered(np.searchsorted(sub, kept), len(sub))
 
     def bm25() -> tuple[SearchResult, None]:
-        return snapshot.search_bm25(queries, width, num_threads, allowed), None
+        def search(masks: Masks, sub: np.ndarray) -> SearchResult:
+            return snapshot.search_bm25([queries[row] for row in sub], width, num_threads, masks)
+
+        return search_groups(n, groups, search), None
 
     def dense() -> tuple[SearchResult, np.ndarray]:
         assert models.encoder is not None  # the engine always has one with a dense leg
@@ -328,16 +347,29 @@ def _search_legs(
             vectors = given_vectors[rows]
         elif len(rows):
             vectors = sided(models.encoder, QUERY).encode(asked)
-        hits = snapshot.search_dense(vectors, width, num_threads, allowed)
-        return hits.scattered(rows, n), vectors
+        by_row = np.zeros((n, vectors.shape[1]), np.float32)
+        by_row[rows] = vectors
+
+        def search(masks: Masks, sub: np.ndarray) -> SearchResult:
+            return nonblank_hits(
+                sub, lambda kept: snapshot.search_dense(by_row[kept], width, num_threads, masks)
+            )
+
+        return search_groups(n, groups, search), vectors
 
     def splade() -> tuple[SearchResult, None]:
         assert models.splade_encoder is not None
-        hits = SearchResult.empty(len(rows), width)
-        if len(rows):
-            vectors = models.splade_encoder.encode(asked)
-            hits = snapshot.search_splade(vectors, width, num_threads, allowed)
-        return hits.scattered(rows, n), None
+        encoder = models.splade_encoder
+
+        def search(masks: Masks, sub: np.ndarray) -> SearchResult:
+            return nonblank_hits(
+                sub,
+                lambda kept: snapshot.search_splade(
+                    encoder.encode([queries[row] for row in kept]), width, num_threads, masks
+                ),
+            )
+
+        return search_groups(n, groups, search), None
 
     calls = {"bm25": bm25, "dense": dense, "splade": splade}
     found: dict[str, SearchResult] = {}

@@ -277,7 +277,8 @@ def _read_manifest(root: Path, shown: Path, fmt: str, versions: set[int]) -> dic
         raise IndexFormatError(f"{shown} holds format {found!r}, expected {fmt!r}")
     found = manifest.get("format_version")
     if not isinstance(found, int) or isinstance(found, bool) or found not in versions:
-        reads = " and ".join(str(v) for v in sorted(versions))
+        listed = [str(v) for v in sorted(versions)]
+        reads = " and ".join([", ".join(listed[:-1]), listed[-1]] if len(listed) > 2 else listed)
         raise IndexFormatError(
             f"{shown} has {fmt} format version {found!r}; this hybrid_engine {__version__} "
             f"reads version {reads}: rebuild the index with this version"

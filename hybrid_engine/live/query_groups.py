@@ -1,0 +1,53 @@
+"""The queries of one search grouped by the phrases they quote, each group with the
+documents it may return: the filter's, narrowed to those holding the group's phrases.
+
+Phrases (``lexical.phrases``) are read only in an engine whose BM25 leg records positions
+(``bm25_options={"positions": True}``); elsewhere quotes are punctuation, and a batch is one
+group. A phrase narrows every leg, as a filter does: a hit of the dense or SPLADE leg that
+lacks the quoted phrase is what the quotes ask to leave out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from hybrid_engine.lexical.phrases import phrase_groups, quoted_phrases, stitched
+from hybrid_engine.live.snapshot import Masks, Snapshot
+from hybrid_engine.results import SearchResult
+
+QueryGroups = list[tuple[Masks, np.ndarray]]
+"""``(masks, rows)`` per group: the segments' masks its queries search, and their rows in the
+batch (int64, ascending); together the groups hold every row once."""
+
+
+def query_groups(snapshot: Snapshot, queries: list[str], allowed: Masks) -> QueryGroups:
+    """``queries`` grouped by their quoted phrases, each group searching ``allowed`` (a mask
+    per segment) narrowed to the documents holding its phrases.
+
+    Raises
+    ------
+    IndexFormatError
+        The positions a phrase reads are malformed (an index loaded without ``verify``).
+    """
+    if not snapshot.has_positions:
+        return [(allowed, np.arange(len(queries), dtype=np.int64))]
+    groups: QueryGroups = []
+    for phrases, rows in phrase_groups([quoted_phrases(query) for query in queries]):
+        masks = allowed
+        if phrases:
+            masks = [
+                segment.bm25.phrase_mask(phrases, mask)  # type: ignore[union-attr]
+                for segment, mask in zip(snapshot.segments, allowed, strict=True)
+            ]
+        groups.append((masks, rows))
+    return groups
+
+
+def search_groups(
+    n_queries: int, groups: QueryGroups, search: Callable[[Masks, np.ndarray], SearchResult]
+) -> SearchResult:
+    """One leg's result of ``n_queries`` rows from ``search(masks, rows)`` of each group (one
+    row per row asked, all of one width)."""
+    return stitched(n_queries, groups, search)
