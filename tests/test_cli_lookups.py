@@ -43,6 +43,7 @@ def test_info_tells_documents_segments_legs_and_sizes(index_dir: Path, tmp_path:
     assert (facts["segments"], facts["generation"]) == (engine.num_segments, engine.generation)
     assert facts["retrievers"] == list(engine.retrievers) == ["bm25"]
     assert facts["models"] == {}
+    assert facts["phrases"] is False  # no --positions
     assert facts["bytes"]["total"] == disk_bytes(index_dir)
     legs = sum(disk_bytes(seg / "bm25") for seg in index_dir.glob("seg-*"))
     assert facts["bytes"]["bm25"] == legs

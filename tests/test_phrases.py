@@ -266,6 +266,10 @@ def test_cli_index_positions_and_quoted_search(tmp_path: Path) -> None:
     ).stdout
     expected = oracle_mask(texts, ["heart attack"], Analyzer())
     ids = [hit["id"] for hit in json.loads(out)["hits"]]
+    info = subprocess.run(
+        [*cli, "info", str(tmp_path / "ix"), "--json"], check=True, capture_output=True, text=True
+    )
+    assert json.loads(info.stdout)["phrases"] is True
     assert ids and all(expected[int(doc_id[1:])] for doc_id in ids)
     assert len(ids) == min(50, int(expected.sum()))
 

@@ -54,6 +54,7 @@ def describe(path: Path) -> dict[str, Any]:
         "generation": point.generation,
         "retrievers": list(point.config["retrievers"]),
         "models": point.config.get("models", {}),
+        "phrases": bool(point.config.get("bm25", {}).get("positions", False)),
         "bytes": {"total": total, **sizes, "documents": total - sum(sizes.values())},
         "writer_holds_lock": _writer_holds_lock(path),
     }
@@ -85,6 +86,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"generation:  {facts['generation']}")
     print(f"retrievers:  {', '.join(facts['retrievers'])}")
     print(f"models:      {models or 'none (BM25 needs no model)'}")
+    if "bm25" in facts["retrievers"]:
+        phrases = "on (positions recorded)" if facts["phrases"] else "off (index --positions)"
+        print(f"phrases:     {phrases}")
     print(f"on disk:     {_shown(sizes['total'])} ({parts})")
     print(f"writer:      {writer}")
     return 0
