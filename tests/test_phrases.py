@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from hybrid_engine import Analyzer, AnalyzerConfig, BM25Index, HybridIndex, IndexFormatError
-from hybrid_engine.lexical.phrases import quoted_phrases
+from hybrid_engine.lexical.phrases import quoted_phrases, unquoted
 from hybrid_engine.results import PAD_ID
 
 WORDS = "heart attack risk of the a in blood pressure high low cell cells running runs".split()
@@ -106,6 +106,9 @@ def test_quoted_phrases_are_parsed_from_the_query() -> None:
     assert quoted_phrases('open "quote') == ()
     assert quoted_phrases('empty "" and "  "') == ()
     assert quoted_phrases("no quotes") == ()
+    query = '"heart attack" “risk”'
+    assert Analyzer().analyze(unquoted(query)) == Analyzer().analyze(query)
+    assert quoted_phrases(unquoted(query)) == ()
 
 
 def _masked_ranking(index: BM25Index, query: str, mask: np.ndarray) -> list[int]:

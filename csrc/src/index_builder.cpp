@@ -388,9 +388,10 @@ void IndexBuilder::write_positions(InvertedIndexArrays& out) const {
     read = 0;
     for (std::size_t d = 0; d < n_docs; ++d) {
         for (int64_t i = doc_offsets_[d]; i < doc_offsets_[d + 1]; ++i) {
+            uint8_t*& at = cursor[doc_terms_[i]];
             uint32_t last = 0;
             for (uint32_t j = 0; j < doc_tfs_[i]; ++j, ++read) {
-                cursor[doc_terms_[i]] = write_varint(cursor[doc_terms_[i]], doc_positions_[read] - last);
+                at = write_varint(at, doc_positions_[read] - last);
                 last = doc_positions_[read];
             }
         }

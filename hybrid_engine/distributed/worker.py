@@ -21,7 +21,7 @@ from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.distributed.partition import SEQ_FIELD
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.lexical.statistics import CollectionStats
-from hybrid_engine.live.query_groups import query_groups, search_groups
+from hybrid_engine.live.query_groups import query_groups, search_bm25_groups, search_groups
 from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.bi_encoder import Encoder
@@ -261,13 +261,7 @@ class ShardWorker:
         n = len(queries)
         found: dict[str, SearchResult] = {}
         if queries and snapshot.bm25_counts is not None:
-            found["bm25"] = search_groups(
-                n,
-                groups,
-                lambda masks, rows: snapshot.search_bm25(
-                    [queries[row] for row in rows], width, num_threads, masks
-                ),
-            )
+            found["bm25"] = search_bm25_groups(snapshot, queries, groups, width, num_threads)
         if dense_vectors is not None:
             vectors = dense_vectors
             found["dense"] = search_groups(

@@ -24,6 +24,7 @@ from hybrid_engine.lexical._phrase import MALFORMED, phrase_documents
 from hybrid_engine.results import PAD_ID, SearchResult
 
 _QUOTED = re.compile(r'"([^"]*)"|“([^”]*)”')
+_BLANK_QUOTES = str.maketrans('"“”', "   ")
 
 Phrases = tuple[str, ...]
 """A query's phrases, sorted, without repeats (empty: none)."""
@@ -43,6 +44,13 @@ def quoted_phrases(query: str) -> Phrases:
     """
     found = {(a or b).strip() for a, b in _QUOTED.findall(query)}
     return tuple(sorted(phrase for phrase in found if phrase))
+
+
+def unquoted(query: str) -> str:
+    """``query`` with its quote characters blanked: the same terms to the analyzer (quotes
+    are punctuation), no phrases to an index with positions (for a search whose phrases are
+    applied already, as masks)."""
+    return query.translate(_BLANK_QUOTES)
 
 
 def phrase_groups(phrases: Sequence[Phrases]) -> list[tuple[Phrases, np.ndarray]]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hybrid_engine.lexical.phrases import phrase_groups, quoted_phrases, stitched
+from hybrid_engine.lexical.phrases import phrase_groups, quoted_phrases, stitched, unquoted
 from hybrid_engine.live.snapshot import Masks, Snapshot
 from hybrid_engine.results import SearchResult
 
@@ -43,6 +43,24 @@ def query_groups(snapshot: Snapshot, queries: list[str], allowed: Masks) -> Quer
             ]
         groups.append((masks, rows))
     return groups
+
+
+def search_bm25_groups(
+    snapshot: Snapshot,
+    queries: list[str],
+    groups: QueryGroups,
+    k: int,
+    num_threads: int | None,
+) -> SearchResult:
+    """The BM25 leg's top ``k`` of ``queries`` searched by ``groups``: each group within its
+    masks, its phrases unquoted (the masks apply them already)."""
+    return search_groups(
+        len(queries),
+        groups,
+        lambda masks, rows: snapshot.search_bm25(
+            [unquoted(queries[row]) for row in rows], k, num_threads, masks
+        ),
+    )
 
 
 def search_groups(

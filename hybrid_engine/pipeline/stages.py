@@ -15,7 +15,7 @@ import numpy as np
 
 from hybrid_engine.checks import nonblank_rows
 from hybrid_engine.dense.encoding import QUERY, sided
-from hybrid_engine.live.query_groups import QueryGroups, search_groups
+from hybrid_engine.live.query_groups import QueryGroups, search_bm25_groups, search_groups
 from hybrid_engine.live.snapshot import Masks, Snapshot
 from hybrid_engine.pipeline.degradation import Health
 from hybrid_engine.pipeline.facets import Facets, count_facets
@@ -335,10 +335,7 @@ def _search_legs(
         return search(kept).scattered(np.searchsorted(sub, kept), len(sub))
 
     def bm25() -> tuple[SearchResult, None]:
-        def search(masks: Masks, sub: np.ndarray) -> SearchResult:
-            return snapshot.search_bm25([queries[row] for row in sub], width, num_threads, masks)
-
-        return search_groups(n, groups, search), None
+        return search_bm25_groups(snapshot, queries, groups, width, num_threads), None
 
     def dense() -> tuple[SearchResult, np.ndarray]:
         assert models.encoder is not None  # the engine always has one with a dense leg
