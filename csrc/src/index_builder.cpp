@@ -196,8 +196,7 @@ void IndexBuilder::add(const std::vector<std::string>& texts) {
         doc_terms_.insert(doc_terms_.end(), shard.terms.begin(), shard.terms.end());
         doc_tfs_.insert(doc_tfs_.end(), shard.tfs.begin(), shard.tfs.end());
         doc_lengths_.insert(doc_lengths_.end(), shard.lengths.begin(), shard.lengths.end());
-        doc_positions_.insert(doc_positions_.end(), shard.positions.begin(),
-                              shard.positions.end());
+        doc_positions_.insert(doc_positions_.end(), shard.positions.begin(), shard.positions.end());
     }
 }
 
@@ -266,8 +265,8 @@ InvertedIndexArrays IndexBuilder::finish_mapped(const std::vector<int32_t>& targ
     return finish();
 }
 
-void IndexBuilder::map_document(std::size_t d, const std::vector<int32_t>& targets,
-                                int64_t& out, int64_t& out_position, int64_t& read_position,
+void IndexBuilder::map_document(std::size_t d, const std::vector<int32_t>& targets, int64_t& out,
+                                int64_t& out_position, int64_t& read_position,
                                 std::vector<uint64_t>& keys, std::vector<uint32_t>& dropped) {
     // The document's occurrences as (new term, position), positions renumbered over the
     // terms kept, then written back in place: never past what was read, since mapping only
