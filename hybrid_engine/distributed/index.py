@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,10 @@ from hybrid_engine.distributed.cluster import (
     stop_shards,
 )
 from hybrid_engine.distributed.documents import fill_shards
-from hybrid_engine.distributed.manifest import ShardedLayout
+from hybrid_engine.distributed.manifest import VERSION, ShardedLayout
 from hybrid_engine.distributed.result import ShardedResult
 from hybrid_engine.distributed.search import SearchedShards, ShardedSearch
+from hybrid_engine.distributed.transactions import read_decided
 from hybrid_engine.distributed.writes import ShardWrites
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.live.snapshot import Hit
@@ -53,6 +55,7 @@ class ShardedIndex:
 
     def __init__(
         self,
+        root: Path,
         layout: ShardedLayout,
         replicas: list[list[Any]],
         *,
@@ -63,6 +66,11 @@ class ShardedIndex:
         self._layout = layout
         self._replicas = replicas
         self._calls = ShardCalls([actors[0] for actors in replicas], None)
+        # What a coordinator that died mid-commit left: decided transactions applied,
+        # undecided ones rolled back (``transactions``).
+        self._calls.all("recover", read_decided(root))
+        if layout.version != VERSION:
+            replace(layout, version=VERSION).write(root)
         described = self._calls.all("describe")
         self._retrievers: tuple[str, ...] = tuple(described[0]["retrievers"])
         self._verdict: RerankerVerdict | None = None
@@ -72,7 +80,7 @@ class ShardedIndex:
             ShardCalls([actors[rank] for actors in replicas], None)
             for rank in range(1, len(replicas[0]))
         ]
-        self._writes = ShardWrites(self._calls, described, readers)
+        self._writes = ShardWrites(self._calls, described, readers, root)
         self._shards = SearchedShards(
             replicas,
             timeout_s,
@@ -155,7 +163,7 @@ class ShardedIndex:
         actors = start_shards(root, n_shards, replicas, load_options, options, actor_options)
         try:
             fill_shards(ShardCalls([a[0] for a in actors], None), corpus, n_shards, batch_size)
-            return cls(layout, actors, reranker=reranker, timeout_s=timeout_s)
+            return cls(root, layout, actors, reranker=reranker, timeout_s=timeout_s)
         except BaseException:
             stop_shards(actors)
             shutil.rmtree(root, ignore_errors=True)
@@ -172,8 +180,9 @@ class ShardedIndex:
         reranker: CrossEncoder | None = None,
         timeout_s: float | None = None,
     ) -> ShardedIndex:
-        """Open a sharded index that ``build`` wrote, each shard at its last commit, on new
-        actors (the keywords as in ``build``).
+        """Open a sharded index that ``build`` wrote, every shard at the last decided commit
+        (a decided transaction that a shard had not applied is applied, an undecided one
+        rolled back: ``commit``), on new actors (the keywords as in ``build``).
 
         Raises
         ------
@@ -186,7 +195,7 @@ class ShardedIndex:
             root, layout.n_shards, replicas, load_options, layout.build_options, actor_options
         )
         try:
-            return cls(layout, actors, reranker=reranker, timeout_s=timeout_s)
+            return cls(root, layout, actors, reranker=reranker, timeout_s=timeout_s)
         except BaseException:
             stop_shards(actors)
             raise
@@ -245,15 +254,22 @@ class ShardedIndex:
         return self._writes.delete(ids, missing_ok=missing_ok)
 
     def commit(self) -> None:
-        """Commit every shard, then make the new commits visible to searches together.
+        """Commit what every shard staged as one atomic transaction, then make the new
+        commits visible to searches together: prepared on every shard, decided by one
+        durable record, applied on every shard (docs/scaling.md "Atomic commits"). A
+        coordinator or shard killed at any step leaves every shard readable at the last
+        decided commit; ``open`` finishes a decided transaction and rolls back an undecided
+        one.
 
         Raises
         ------
         ShardUnavailableError
             A shard did not answer, or restarted since changes were staged (they were lost
-            with it, so every shard's staged changes are dropped: stage them again). Shards
-            that committed before a failure stay committed; searches keep the last
-            coordinated commit until a ``commit`` succeeds.
+            with it): before the decision, the transaction is rolled back everywhere and
+            every shard's staged changes are dropped (stage them again); after it, the
+            commit is durable and the shards that did not apply it yet apply it when they
+            answer again (``wait_ready()``, then ``commit()``). Searches keep the last
+            generation until every shard applied it.
         """
         self._writes.commit("commit")
 

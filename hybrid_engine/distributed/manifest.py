@@ -1,4 +1,10 @@
-"""The directory of a sharded index: ``sharded.json`` and one live index directory per shard."""
+"""The directory of a sharded index: ``sharded.json``, one live index directory per shard, and
+the record of its last commit, ``decided.json`` (``transactions``).
+
+Version 2 commits atomically across shards (``transactions``); version 1 (every shard at its
+own last commit) still opens, and is marked version 2 then, so that a release that does not
+know the transactions' files never opens it.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,8 @@ from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.storage._files import fsync
 
 FORMAT = "hybrid_engine.sharded"
-VERSION = 1
+VERSION = 2
+OLDER_VERSIONS = (1,)
 MANIFEST = "sharded.json"
 
 
@@ -26,6 +33,7 @@ class ShardedLayout:
 
     n_shards: int
     build_options: dict[str, Any]
+    version: int = VERSION
 
     def write(self, root: Path) -> None:
         """Write ``sharded.json`` under ``root`` (created) through a temporary file renamed
@@ -33,7 +41,7 @@ class ShardedLayout:
         root.mkdir(parents=True, exist_ok=True)
         body = {
             "format": FORMAT,
-            "version": VERSION,
+            "version": self.version,
             "n_shards": self.n_shards,
             "build_options": self.build_options,
         }
@@ -63,14 +71,16 @@ class ShardedLayout:
             raise IndexFormatError(f"{root / MANIFEST} is unreadable ({exc})") from None
         if not isinstance(body, dict) or body.get("format") != FORMAT:
             raise IndexFormatError(f"{root / MANIFEST} is not a {FORMAT} manifest")
-        if body.get("version") != VERSION:
+        version = body.get("version")
+        if version != VERSION and version not in OLDER_VERSIONS:
             raise IndexFormatError(
-                f"{root} is a sharded index of version {body.get('version')!r}; this version "
-                f"reads {VERSION}: rebuild it with ShardedIndex.build"
+                f"{root} is a sharded index of version {version!r}; this version reads "
+                f"{', '.join(map(str, OLDER_VERSIONS))} and {VERSION}: rebuild it with "
+                "ShardedIndex.build"
             )
         n_shards, options = body.get("n_shards"), body.get("build_options")
         if isinstance(n_shards, bool) or not isinstance(n_shards, int) or n_shards < 1:
             raise IndexFormatError(f"{root / MANIFEST}: n_shards is {n_shards!r}")
         if not isinstance(options, dict):
             raise IndexFormatError(f"{root / MANIFEST}: build_options is {options!r}")
-        return cls(n_shards, options)
+        return cls(n_shards, options, version)

@@ -19,6 +19,14 @@ import numpy as np
 
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.distributed.partition import SEQ_FIELD
+from hybrid_engine.distributed.transactions import (
+    Change,
+    prepared_files,
+    prepared_path,
+    read_prepared,
+    remove_prepared,
+    write_prepared,
+)
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.lexical.statistics import CollectionStats
 from hybrid_engine.live.query_groups import query_groups, search_bm25_groups, search_groups
@@ -93,6 +101,10 @@ class ShardWorker:
         if self._path.exists():
             self._engine = HybridIndex.load(self._path, **self._load_options)
         self._views: dict[int, _View] = {}
+        # The changes staged since the last commit, for the prepared file of a transaction
+        # (``transactions``), and the transaction this process prepared them for.
+        self._changes: list[Change] = []
+        self._prepared: int | None = None
         # Tells the coordinator this is not the process its staged changes went to.
         self._incarnation = uuid.uuid4().hex
 
@@ -146,20 +158,28 @@ class ShardWorker:
         return len(documents), self._incarnation
 
     def add(self, documents: list[dict[str, Any]]) -> tuple[list[str], str]:
-        return self._writable().add(documents), self._incarnation
+        staged = self._writable().add(documents)
+        self._changes.append(("upsert", documents))  # replayed as an upsert: idempotent
+        return staged, self._incarnation
 
     def upsert(self, documents: list[dict[str, Any]]) -> tuple[list[str], str]:
-        return self._writable().upsert(documents), self._incarnation
+        staged = self._writable().upsert(documents)
+        self._changes.append(("upsert", documents))
+        return staged, self._incarnation
 
     def holds(self, ids: list[str]) -> tuple[list[bool], str]:
         return self._writable().holds(ids), self._incarnation
 
     def delete(self, ids: list[str], missing_ok: bool) -> tuple[int, str]:
-        return self._writable().delete(ids, missing_ok=missing_ok), self._incarnation
+        deleted = self._writable().delete(ids, missing_ok=missing_ok)
+        self._changes.append(("delete", ids))
+        return deleted, self._incarnation
 
     def commit(self) -> tuple[int, str]:
-        """Commit what is staged (encoding it here); returns the commit."""
+        """Commit what is staged (encoding it here), outside any transaction (the last step
+        of a build); returns the commit."""
         self._writable().commit(embedding_cache=self._cache)
+        self._changes = []
         return self.commit_number(), self._incarnation
 
     def merge(self) -> tuple[int, str]:
@@ -168,9 +188,56 @@ class ShardWorker:
 
     def discard(self) -> None:
         """Drop the staged changes: reopen the last commit."""
+        self._changes, self._prepared = [], None
         if self._engine is not None:
             self._engine.close()
             self._engine = HybridIndex.load(self._path, **self._load_options)
+
+    # -- transactions (``transactions``) ------------------------------------------------------
+
+    def prepare_commit(self, txn: int) -> tuple[None, str]:
+        """Write the staged changes as transaction ``txn``'s prepared file (durably)."""
+        write_prepared(self._path, txn, self._changes)
+        self._prepared = txn
+        return None, self._incarnation
+
+    def apply_commit(self, txn: int) -> tuple[int, str]:
+        """Commit decided transaction ``txn``: the changes staged here, or, in a process that
+        did not prepare it (a restart), those of its prepared file; then remove the file.
+        Applying it again is harmless. Returns the commit."""
+        file = prepared_path(self._path, txn)
+        if self._prepared != txn and file.exists():
+            self._replay(file)
+        self._writable().commit(embedding_cache=self._cache)
+        remove_prepared(file)
+        self._changes, self._prepared = [], None
+        return self.commit_number(), self._incarnation
+
+    def abort_commit(self, txn: int) -> None:
+        """Roll back undecided transaction ``txn``: its prepared file removed, the staged
+        changes dropped."""
+        remove_prepared(prepared_path(self._path, txn))
+        self.discard()
+
+    def recover(self, decided: int) -> int:
+        """Finish what a coordinator that died left: apply the prepared transactions up to
+        ``decided`` (the last decided one), remove the others. Returns the commit."""
+        for txn, file in prepared_files(self._path):
+            if txn <= decided:
+                self._replay(file)
+                self._writable().commit(embedding_cache=self._cache)
+            remove_prepared(file)
+        return self.commit_number()
+
+    def _replay(self, file: Path) -> None:
+        """Stage the changes of a prepared file over the last commit."""
+        self.discard()
+        engine = self._writable()
+        for kind, values in read_prepared(file):
+            if kind == "upsert":
+                engine.upsert(values)
+            else:
+                engine.delete(values, missing_ok=True)
 
     def close(self) -> None:
         if self._engine is not None:

@@ -1,5 +1,6 @@
 """The writing side of a sharded index: changes routed to their shards by id, commits of every
-shard made visible together as one generation, and the statistics each generation scores with.
+shard made atomic (two phases, ``transactions``) and visible together as one generation, and
+the statistics each generation scores with.
 
 A generation is one commit of every shard, pinned on each with the collection's BM25 counts
 (``statistics.collection_counts``). Searches name the generation they started on, so they never
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,9 +24,12 @@ from hybrid_engine.distributed.cluster import ShardCalls, ShardUnavailableError,
 from hybrid_engine.distributed.documents import routed
 from hybrid_engine.distributed.partition import group_by_shard
 from hybrid_engine.distributed.statistics import collection_counts
+from hybrid_engine.distributed.transactions import read_decided, write_decided
 from hybrid_engine.errors import DuplicateIdError, UnknownIdError
 from hybrid_engine.ids import check_ids
 
+APPLY_WAIT_S = 60.0
+"""How long a commit waits for a restarting shard to apply a decided transaction."""
 KEPT_GENERATIONS = 4
 """Generations whose statistics the coordinator keeps to prepare a restarted shard again
 (the shards keep as many, ``worker.KEPT_GENERATIONS``)."""
@@ -46,15 +52,21 @@ class ShardWrites:
     readers : list of ShardCalls
         The shards' read replicas, one ``ShardCalls`` per replica rank (each publish
         prepares them too; one that fails is prepared again when a search asks it).
+    root : Path
+        The sharded index's directory: where ``decided.json`` records each commit.
     """
 
     def __init__(
         self,
         calls: ShardCalls,
         described: Sequence[dict[str, Any]],
-        readers: Sequence[ShardCalls] = (),
+        readers: Sequence[ShardCalls],
+        root: Path,
     ) -> None:
         self._calls = calls
+        self._root = root
+        self._decided = read_decided(root)
+        self._unapplied: list[int] = []  # shards that have not applied ``_decided`` yet
         self._readers = list(readers)
         self._n = len(described)
         self._lock = threading.Lock()
@@ -122,13 +134,72 @@ class ShardWrites:
     # -- committing ---------------------------------------------------------------------------
 
     def commit(self, method: str = "commit") -> None:
-        """Commit every shard (``method``: ``"commit"`` or ``"merge"``), then publish the new
-        commits as the next generation."""
+        """Commit what every shard staged as one transaction (``transactions``: prepare,
+        decide, apply), then publish the new commits as the next generation; ``method``
+        ``"merge"`` then compacts every shard too.
+
+        Raises
+        ------
+        ShardUnavailableError
+            Before the decision (a shard did not answer, or restarted and lost its staged
+            changes): the transaction is rolled back on every shard, and every shard's
+            staged changes are dropped. After it: the commit is decided and durable, and the
+            shards that did not apply it yet do so when they answer again (the next
+            ``commit``, or ``open``); until then searches keep the last generation.
+        """
         with self._lock:
-            self._verified([(None, i) for i in self._plain("incarnation")])
-            self._write(method, [()] * self._n, staging=False)
-            self._staged = False
+            self._finish()
+            txn = self._decided + 1
+            try:
+                self._verified([(None, i) for i in self._plain("incarnation")])
+                self._write("prepare_commit", [(txn,)] * self._n, staging=False)
+            except BaseException:
+                self._abort(txn)
+                raise
+            write_decided(self._root, txn)  # the commit point of the sharded index
+            self._decided, self._staged = txn, False
+            self._unapplied = list(range(self._n))
+            self._finish()
+            if method == "merge":
+                self._write("merge", [()] * self._n, staging=False)
             self.publish()
+
+    def _finish(self) -> None:
+        """Have the shards that have not applied the decided transaction apply it (a shard
+        that restarted replays its prepared file), retrying while one is restarting for up
+        to ``APPLY_WAIT_S``; ShardUnavailableError when one still does not answer."""
+        deadline = time.monotonic() + APPLY_WAIT_S
+        while self._unapplied:
+            args = [(self._decided,) if s in self._unapplied else None for s in range(self._n)]
+            _, failures = self._calls.gather("apply_commit", args)
+            for error in failures.values():
+                if not is_unavailable(error):
+                    raise error
+            self._unapplied = sorted(failures)
+            if self._unapplied and time.monotonic() > deadline:
+                raise ShardUnavailableError(
+                    f"commit {self._decided} is decided and durable, but shards "
+                    f"{self._unapplied} did not answer to apply it; they apply it when they "
+                    "answer again (wait_ready(), then commit()), and searches see it then"
+                )
+            if self._unapplied:
+                time.sleep(0.2)
+        self._incarnations = self._plain("incarnation")
+
+    def _abort(self, txn: int) -> None:
+        """Roll back undecided transaction ``txn`` on every shard that answers (one that
+        does not has lost its staged changes, and removes the prepared file when it opens
+        again: ``recover``); the staged changes are dropped everywhere."""
+        self._calls.gather("abort_commit", [(txn,)] * self._n)
+        self._staged = False
+        self._incarnations = [
+            answer if answer is not None else old
+            for answer, old in zip(
+                self._calls.gather("incarnation", [()] * self._n)[0],
+                self._incarnations,
+                strict=True,
+            )
+        ]
 
     def publish(self) -> None:
         """Gather every shard's live BM25 counts at its last commit, add them up, and have
