@@ -257,14 +257,52 @@ PYBIND11_MODULE(_core, m) {
                 return to_numpy(std::move(ids));
             },
             py::arg("bytes").noconvert(), py::arg("offsets").noconvert())
-        .def("keys", [](const he::StringTable& self) {
-            std::vector<std::string> out;
-            out.reserve(self.size());
-            for (std::size_t t = 0; t < self.size(); ++t) {
-                out.emplace_back(self.key(static_cast<int32_t>(t)));
-            }
-            return out;
-        });
+        .def("keys",
+             [](const he::StringTable& self) {
+                 std::vector<std::string> out;
+                 out.reserve(self.size());
+                 for (std::size_t t = 0; t < self.size(); ++t) {
+                     out.emplace_back(self.key(static_cast<int32_t>(t)));
+                 }
+                 return out;
+             })
+        .def(
+            "find_arena",
+            [](const he::StringTable& self, const ByteArray& bytes, const OffsetArray& offsets) {
+                const auto [arena, starts] = vocabulary_arrays(bytes, offsets);
+                const auto n = static_cast<std::size_t>(offsets.size() - 1);
+                if (starts[0] != 0 || starts[n] != static_cast<int64_t>(arena.size())) {
+                    throw py::value_error("offsets must run from 0 to the number of bytes");
+                }
+                for (std::size_t i = 0; i < n; ++i) {
+                    if (starts[i + 1] < starts[i]) throw py::value_error("offsets must not fall");
+                }
+                std::vector<int64_t> ids(n);
+                for (std::size_t i = 0; i < n; ++i) {
+                    ids[i] = self.find(
+                        arena.substr(static_cast<std::size_t>(starts[i]),
+                                     static_cast<std::size_t>(starts[i + 1] - starts[i])));
+                }
+                return to_numpy(std::move(ids));
+            },
+            py::arg("bytes").noconvert(), py::arg("offsets").noconvert())
+        .def(
+            "take",
+            [](const he::StringTable& self, const CArray<int64_t>& ids) {
+                std::vector<std::string> out;
+                out.reserve(static_cast<std::size_t>(ids.size()));
+                for (py::ssize_t i = 0; i < ids.size(); ++i) {
+                    const int64_t id = ids.data()[i];
+                    if (id < 0 || id >= static_cast<int64_t>(self.size())) {
+                        throw py::index_error("term id " + std::to_string(id) +
+                                              " is outside 0 .. " + std::to_string(self.size()) +
+                                              " - 1");
+                    }
+                    out.emplace_back(self.key(static_cast<int32_t>(id)));
+                }
+                return out;
+            },
+            py::arg("ids").noconvert());
 
     m.def(
         "vocab_slots",

@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 import ray
 
-from hybrid_engine import EmbeddingCache, HybridIndex
+from hybrid_engine import Analyzer, EmbeddingCache, HybridIndex
 from hybrid_engine.distributed import ShardedIndex, ShardUnavailableError
+from hybrid_engine.distributed.cluster import ShardCalls
 from hybrid_engine.distributed.partition import SEQ_FIELD, shard_of
 from hybrid_engine.distributed.search import ShardedSearch
 from hybrid_engine.distributed.worker import ShardWorker
@@ -440,4 +441,48 @@ def test_quoted_phrases_narrow_every_shard(cluster: None, tmp_path: Path) -> Non
             f"d{i}" for i in range(20) if i % 4 in (0, 2)
         }
     finally:
+        index.close()
+
+
+def test_a_commit_sends_only_the_terms_it_changed(cluster: None, tmp_path: Path) -> None:
+    """After the whole exchange of the build, a commit gathers each shard's changes
+    (``bm25_delta``) and sends the new counts of exactly the terms of the documents it added
+    and deleted (the analyzer's terms, the oracle here); the scores stay those of one index."""
+    texts = ["alpha beta gamma", "beta delta", "gamma epsilon zeta", "eta theta"] * 5
+    docs = [{"_id": f"d{i}", "text": text} for i, text in enumerate(texts)]
+    single = HybridIndex.build(docs, retrievers=["bm25"])
+    index = ShardedIndex.build(
+        docs, tmp_path / "s", n_shards=2, build_options={"retrievers": ["bm25"]}
+    )
+    sent: dict[str, list[Any]] = {}
+    gather = ShardCalls.gather
+
+    def recorded(self: ShardCalls, method: str, args: Any, **kwargs: Any) -> Any:
+        sent.setdefault(method, []).extend(a for a in args if a is not None)
+        return gather(self, method, args, **kwargs)
+
+    try:
+        added = [{"_id": "new", "text": "kappa lambda beta"}]
+        for engine in (single, index):
+            engine.add(added)
+            engine.delete(["d3"])
+        ShardCalls.gather = recorded  # type: ignore[method-assign]
+        index.commit()
+        ShardCalls.gather = gather  # type: ignore[method-assign]
+        single.commit()
+        assert "bm25_counts" not in sent and "prepare" not in sent
+        analyzer = Analyzer()
+        changed = set(analyzer.analyze(added[0]["text"])) | set(analyzer.analyze(texts[3]))
+        live = [analyzer.analyze(t) for i, t in enumerate(texts) if i != 3]
+        live.append(analyzer.analyze(added[0]["text"]))
+        assert len(sent["prepare_delta"]) == 2  # one call per shard
+        for _, _, stats, terms, doc_freqs in sent["prepare_delta"]:
+            assert set(terms) == changed
+            assert stats == (len(live), sum(len(terms) for terms in live))
+            expected = {term: sum(term in doc for doc in live) for term in terms}
+            assert dict(zip(terms, doc_freqs.tolist(), strict=True)) == expected
+        queries = ["beta kappa", "eta theta", "gamma"]
+        _assert_same_hits(index.search(queries, 10), single.search(queries, 10))
+    finally:
+        ShardCalls.gather = gather  # type: ignore[method-assign]
         index.close()

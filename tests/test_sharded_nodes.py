@@ -149,7 +149,7 @@ def test_queries_go_on_while_a_node_dies_and_returns(cluster: Cluster, tmp_path:
     placement = [{"resources": {"node_a": 1}}] * 2 + [{"resources": {"node_b": 1}}] * 2
     index = ShardedIndex.build(
         docs, tmp_path / "sharded", n_shards=4, build_options={"retrievers": ["bm25"]},
-        actor_options=placement, timeout_s=2.0,
+        actor_options=placement, timeout_s=5.0,
     )  # fmt: skip
     try:
         nodes = _nodes_by_resource()
@@ -175,7 +175,7 @@ def test_queries_go_on_while_a_node_dies_and_returns(cluster: Cluster, tmp_path:
         time.sleep(1.0)
         killed = time.monotonic()
         cluster.kill_second()
-        time.sleep(4.0)
+        time.sleep(8.0)
         with pytest.raises(ShardUnavailableError):
             index.add(_documents("n", 8))  # every shard gets some: two do not answer
         cluster.start_second()

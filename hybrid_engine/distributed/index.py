@@ -228,8 +228,8 @@ class ShardedIndex:
         """Live documents of ``generation``: the collection's BM25 count it was published
         with, or (no BM25 leg, or a generation forgotten) the sum of the shards' sizes."""
         prepared = self._writes.prepared(generation)
-        if prepared is not None and prepared[1] is not None:
-            return prepared[1][0]
+        if prepared is not None and prepared.stats is not None:
+            return prepared.stats[0]
         return sum(self._calls.all("size", generation))
 
     # -- writing ------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import numpy as np
 from hybrid_engine.dense.encoding import QUERY, sided
 from hybrid_engine.distributed.cluster import ShardCalls, ShardUnavailableError, is_unavailable
 from hybrid_engine.distributed.worker import UnpreparedGenerationError
-from hybrid_engine.distributed.writes import Prepared, prepare_calls
+from hybrid_engine.distributed.writes import Prepared
 from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.live.topk import merge_top_k
 from hybrid_engine.pipeline.fusion import fuse
@@ -131,7 +131,14 @@ class ShardedSearch:
         prepared = self.shards.prepared(self.generation)
         if prepared is None:
             return False
-        call = prepare_calls(self.generation, prepared)[shard]
+        only = [() if s == shard else None for s in range(self.shards.n_shards)]
+        answers, failures = self.calls.gather("bm25_counts", only)
+        if failures:
+            return False
+        counts = answers[shard]
+        call = prepared.prepare_call(shard, None if counts is None else counts.terms)
+        if call is None:
+            return False
         _, failures = self.calls.gather(
             "prepare", [call if s == shard else None for s in range(self.shards.n_shards)]
         )

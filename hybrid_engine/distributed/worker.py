@@ -58,6 +58,32 @@ class BM25Counts:
 
 
 @dataclass(frozen=True)
+class BM25Delta:
+    """How a shard's live BM25 counts changed since the commit it was last prepared for (its
+    baseline): what the coordinator adds to the collection's counts at a commit, instead of
+    every term's count (``ShardWrites.publish``).
+
+    Attributes
+    ----------
+    since : int or None
+        The baseline commit; None when the shard has none (it restarted, or was never
+        prepared): the coordinator then gathers every shard's whole counts.
+    n_docs, total_length : int
+        The shard's live documents and their total length now.
+    terms : list of str
+        The terms whose live count changed.
+    changes : numpy.ndarray
+        int64, aligned with ``terms``: the count now minus the count then.
+    """
+
+    since: int | None
+    n_docs: int
+    total_length: int
+    terms: list[str]
+    changes: np.ndarray
+
+
+@dataclass(frozen=True)
 class _View:
     """A pinned commit scoring with the collection's statistics, and each position's place
     in the collection's order (``seq``; its argsort to find places)."""
@@ -105,6 +131,10 @@ class ShardWorker:
         # (``transactions``), and the transaction this process prepared them for.
         self._changes: list[Change] = []
         self._prepared: int | None = None
+        # The commit last pinned and its live BM25 counts (the baseline of ``bm25_delta``),
+        # and the collection's counts it scored with, by shared term id.
+        self._baseline: tuple[int, np.ndarray] | None = None
+        self._collection: np.ndarray | None = None
         # Tells the coordinator this is not the process its staged changes went to.
         self._incarnation = uuid.uuid4().hex
 
@@ -191,7 +221,7 @@ class ShardWorker:
         self._changes, self._prepared = [], None
         if self._engine is not None:
             self._engine.close()
-            self._engine = HybridIndex.load(self._path, **self._load_options)
+            self._reload()
 
     # -- transactions (``transactions``) ------------------------------------------------------
 
@@ -267,6 +297,23 @@ class ShardWorker:
         terms = snapshot.term_map.terms[: len(doc_freqs)]  # the map only grows
         return BM25Counts(stats.n_docs, stats.total_length, terms, doc_freqs)
 
+    def bm25_delta(self) -> BM25Delta | None:
+        """How the live BM25 counts of the last commit differ from those of the baseline
+        (``BM25Delta``); None without a BM25 leg."""
+        snapshot = self._writable().pinned()._snapshot
+        if snapshot.bm25_counts is None:
+            return None
+        stats, counts = snapshot.bm25_counts
+        if self._baseline is None:
+            return BM25Delta(None, stats.n_docs, stats.total_length, [], np.zeros(0, np.int64))
+        commit, before = self._baseline
+        then = np.zeros(len(counts), np.int64)
+        then[: len(before)] = before
+        changed = np.flatnonzero(counts != then)
+        terms = snapshot.term_map.take(changed)
+        changes = (counts[changed] - then[changed]).astype(np.int64)
+        return BM25Delta(commit, stats.n_docs, stats.total_length, terms, changes)
+
     def prepare(
         self,
         generation: int,
@@ -284,15 +331,71 @@ class ShardWorker:
             The shard is at another commit (it restarted from an older one): the coordinator
             must gather its statistics again.
         """
+        self._at(commit)
+        self._pin(generation, commit, stats, doc_freqs)
+
+    def prepare_delta(
+        self,
+        generation: int,
+        commit: int,
+        stats: tuple[int, int],
+        terms: list[str],
+        doc_freqs: np.ndarray,
+    ) -> None:
+        """``prepare`` from the collection's counts of the last generation this shard was
+        prepared for, with those of the ``terms`` whose count changed since set to
+        ``doc_freqs`` (int64): a commit's statistics without every term's.
+
+        Raises
+        ------
+        UnpreparedGenerationError
+            The shard is at another commit, or has no counts of an earlier generation (it
+            restarted): the coordinator prepares it with every term's count (``prepare``).
+        """
+        self._at(commit)
+        if self._collection is None:
+            raise UnpreparedGenerationError(f"shard {self._path} has no collection counts")
+        snapshot = self._writable().pinned()._snapshot
+        assert snapshot.bm25_counts is not None
+        collection = np.zeros(len(snapshot.bm25_counts[1]), np.int64)
+        kept = min(len(collection), len(self._collection))
+        collection[:kept] = self._collection[:kept]
+        ids = snapshot.term_map.find(terms)
+        known = (ids >= 0) & (ids < len(collection))
+        collection[ids[known]] = np.asarray(doc_freqs, np.int64)[known]
+        self._pin(generation, commit, stats, collection)
+
+    def _reload(self) -> None:
+        """Load the directory's last commit. Its term ids are new (``TermMap``), so the
+        baseline and the collection's counts by term id are gone: the next statistics are
+        gathered whole."""
+        self._engine = HybridIndex.load(self._path, **self._load_options)
+        self._baseline = self._collection = None
+
+    def _at(self, commit: int) -> None:
+        """Raise ``UnpreparedGenerationError`` unless the shard is at ``commit`` (a replica
+        reloads the directory's last commit first)."""
         if self._replica and self.commit_number() != commit:
-            self._engine = HybridIndex.load(self._path, **self._load_options)  # read-only
+            self._reload()  # read-only
         if self.commit_number() != commit:
             raise UnpreparedGenerationError(
                 f"shard {self._path} is at commit {self.commit_number()}, not {commit}"
             )
+
+    def _pin(
+        self,
+        generation: int,
+        commit: int,
+        stats: tuple[int, int] | None,
+        doc_freqs: np.ndarray | None,
+    ) -> None:
+        """The view of ``generation``; the pinned commit's counts become the baseline."""
         snapshot = self._writable().pinned()._snapshot
+        if snapshot.bm25_counts is not None:
+            self._baseline = (commit, snapshot.bm25_counts[1])
         if stats is not None and doc_freqs is not None:
             snapshot = snapshot.with_bm25_statistics(CollectionStats(*stats), doc_freqs)
+            self._collection = np.asarray(doc_freqs, np.int64)
         seq = _sequence(snapshot)
         self._views[generation] = _View(commit, snapshot, seq, np.argsort(seq, kind="stable"))
         for old in sorted(self._views)[:-KEPT_GENERATIONS]:

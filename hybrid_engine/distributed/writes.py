@@ -14,6 +14,7 @@ import itertools
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from hybrid_engine.corpus import Document
 from hybrid_engine.distributed.cluster import ShardCalls, ShardUnavailableError, is_unavailable
 from hybrid_engine.distributed.documents import routed
 from hybrid_engine.distributed.partition import group_by_shard
-from hybrid_engine.distributed.statistics import collection_counts
+from hybrid_engine.distributed.statistics import CollectionCounts
 from hybrid_engine.distributed.transactions import read_decided, write_decided
 from hybrid_engine.errors import DuplicateIdError, UnknownIdError
 from hybrid_engine.ids import check_ids
@@ -34,9 +35,28 @@ KEPT_GENERATIONS = 4
 """Generations whose statistics the coordinator keeps to prepare a restarted shard again
 (the shards keep as many, ``worker.KEPT_GENERATIONS``)."""
 
-Prepared = tuple[list[int], tuple[int, int] | None, list[np.ndarray | None]]
-"""What a generation pins on each shard: its commit, the collection's (documents, total
-length), and the collection's counts of the shard's terms (None without a BM25 leg)."""
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a generation pinned on the shards: each shard's commit, the collection's
+    (documents, total length), and the collection's counts of terms (None without a BM25
+    leg), to prepare a shard again that restarted since."""
+
+    commits: list[int]
+    stats: tuple[int, int] | None
+    counts: CollectionCounts | None
+    generation: int
+
+    def prepare_call(self, shard: int, terms: list[str] | None) -> tuple[Any, ...] | None:
+        """The arguments of ``ShardWorker.prepare`` for ``shard``, whose terms are ``terms``
+        (``bm25_counts().terms``; None without a BM25 leg); None once the collection's
+        counts moved on to a later generation."""
+        doc_freqs = None
+        if terms is not None and self.counts is not None:
+            doc_freqs = self.counts.of(terms, self.generation)
+            if doc_freqs is None:
+                return None
+        return (self.generation, self.commits[shard], self.stats, doc_freqs)
 
 
 class ShardWrites:
@@ -74,6 +94,8 @@ class ShardWrites:
         self._next_seq = max(answer["last_seq"] for answer in described) + 1
         self._staged = False
         self._published: dict[int, Prepared] = {}
+        self._counts: CollectionCounts | None = None  # the collection's, at ``generation``
+        self._commits: list[int] = []  # each shard's commit at ``generation``
         self.generation = 0
         self.publish()
 
@@ -201,25 +223,50 @@ class ShardWrites:
             )
         ]
 
-    def publish(self) -> None:
-        """Gather every shard's live BM25 counts at its last commit, add them up, and have
-        each shard pin that commit scoring with them as the next generation."""
-        counts = self._plain("bm25_counts")
+    def publish(self, *, full: bool = False) -> None:
+        """Have every shard pin its last commit as the next generation, scoring with the
+        collection's BM25 counts: the last generation's plus every shard's changes since
+        (``bm25_delta``), sent as the new counts of the terms that changed; or, the first
+        time, after a shard restarted, or with ``full``, every shard's whole counts added
+        up anew (``bm25_counts``), each shard sent the count of each of its terms."""
         commits = self._plain("commit_number")
-        stats: tuple[int, int] | None = None
-        per_shard: list[np.ndarray | None] = [None] * self._n
-        if all(c is not None for c in counts):
-            stats, shard_counts = collection_counts(counts)
-            per_shard = list(shard_counts)
         generation = self.generation + 1
-        self._published[generation] = (commits, stats, per_shard)
-        prepare = prepare_calls(generation, self._published[generation])
-        self._calls.each("prepare", prepare)
+        deltas = None if full or self._counts is None else self._plain("bm25_delta")
+        if deltas is not None and all(
+            delta is not None and delta.since == commit
+            for delta, commit in zip(deltas, self._commits, strict=True)
+        ):
+            assert self._counts is not None
+            terms, doc_freqs = self._counts.add(deltas, generation)
+            stats: tuple[int, int] | None = self._counts.stats
+            method = "prepare_delta"
+            calls = [(generation, commit, stats, terms, doc_freqs) for commit in commits]
+        else:
+            method, calls = "prepare", self._whole_counts(commits, generation)
+            stats = self._counts.stats if self._counts is not None else None
+        self._calls.each(method, calls)
         for readers in self._readers:
-            readers.gather("prepare", prepare)
+            readers.gather(method, calls)
+        self._published[generation] = Prepared(commits, stats, self._counts, generation)
+        self._commits = commits
         self.generation = generation
         for old in sorted(self._published)[:-KEPT_GENERATIONS]:
             del self._published[old]
+
+    def _whole_counts(self, commits: list[int], generation: int) -> list[tuple[Any, ...]]:
+        """``prepare``'s arguments for every shard from every shard's whole counts, added up
+        as the collection's counts of ``generation`` (None without a BM25 leg)."""
+        counts = self._plain("bm25_counts")
+        per_shard: list[np.ndarray | None] = [None] * self._n
+        self._counts = None
+        if all(c is not None for c in counts):
+            self._counts, arrays = CollectionCounts.of_shards(counts, generation)
+            per_shard = list(arrays)
+        stats = self._counts.stats if self._counts is not None else None
+        return [
+            (generation, commit, stats, doc_freqs)
+            for commit, doc_freqs in zip(commits, per_shard, strict=True)
+        ]
 
     # -- calls --------------------------------------------------------------------------------
 
@@ -275,12 +322,3 @@ class ShardWrites:
                 ) from error
             raise error
         return answers
-
-
-def prepare_calls(generation: int, prepared: Prepared) -> list[tuple[Any, ...]]:
-    """Each shard's arguments of ``ShardWorker.prepare`` for ``generation``."""
-    commits, stats, per_shard = prepared
-    return [
-        (generation, commit, stats, counts)
-        for commit, counts in zip(commits, per_shard, strict=True)
-    ]

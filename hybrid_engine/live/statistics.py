@@ -18,6 +18,7 @@ import numpy as np
 from hybrid_engine import _core
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.lexical.statistics import CollectionStats
+from hybrid_engine.packed import pack_utf8
 
 
 class TermMap:
@@ -38,6 +39,15 @@ class TermMap:
     def terms(self) -> list[str]:
         """Every term, by shared id."""
         return self._table.keys()
+
+    def take(self, ids: np.ndarray) -> list[str]:
+        """The terms of shared ids ``ids`` (int64)."""
+        return self._table.take(ids)
+
+    def find(self, terms: Sequence[str]) -> np.ndarray:
+        """int64: the shared id of each of ``terms``, -1 for one the map does not hold."""
+        arena, offsets = pack_utf8(list(terms))
+        return self._table.find_arena(arena, offsets)
 
     def map(self, index: BM25Index) -> np.ndarray:
         """int64 ``(index.num_terms,)``: the shared id of each of ``index``'s terms (new
