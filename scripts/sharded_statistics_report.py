@@ -9,8 +9,9 @@ measured as the pickled size of each call's arguments and answer on the coordina
 pickles them so): ``bm25_delta`` and ``prepare_delta`` for the commit, then ``bm25_counts``
 and ``prepare`` of a whole exchange at the same state (``publish(full=True)``), each timed.
 At ``--latency-shards`` (4) the script also searches ``--queries`` MS MARCO queries one per
-call (k=10) and reports p50/p95 and the bytes of a search's fan-out (no statistics move at
-query time in either design)::
+call (k=10), on the generation the whole exchange prepared and then on one a delta prepared,
+and reports p50/p95 and the bytes of a search's fan-out (no statistics move at query time in
+either design)::
 
     PYTHONPATH=.:benchmarks python scripts/sharded_statistics_report.py [--json out.json]
 """
@@ -62,6 +63,24 @@ def counted() -> Iterator[dict[str, list[int]]]:
         ShardCalls.gather = gather  # type: ignore[method-assign]
 
 
+def searched(index: ShardedIndex, queries: list[str]) -> dict[str, Any]:
+    """p50 and p95 of ``queries`` one per call (k=10), and the bytes of a search's calls."""
+    index.search(queries[:20], 10)
+    ms = []
+    with counted() as fan_out:
+        for query in queries:
+            begun = time.perf_counter()
+            index.search(query, 10)
+            ms.append((time.perf_counter() - begun) * 1000)
+    return {
+        "ms_p50": float(np.percentile(ms, 50)),
+        "ms_p95": float(np.percentile(ms, 95)),
+        "bytes_per_query": {
+            method: [size / len(queries) for size in sizes] for method, sizes in fan_out.items()
+        },
+    }
+
+
 def measure(texts: list[str], n_shards: int, queries: list[str] | None) -> dict[str, Any]:
     docs = [{"_id": f"s{i}", "text": text} for i, text in enumerate(texts)]
     with tempfile.TemporaryDirectory() as work:
@@ -94,19 +113,11 @@ def measure(texts: list[str], n_shards: int, queries: list[str] | None) -> dict[
             report["bytes_whole"] = sum(sum(v) for v in report["commit_bytes_whole"].values())
             report["publish_s_delta"] = timed["delta"]
             report["publish_s_whole"] = timed["full"]
-            if queries:
-                index.search(queries[:20], 10)
-                ms = []
-                with counted() as fan_out:
-                    for query in queries:
-                        begun = time.perf_counter()
-                        index.search(query, 10)
-                        ms.append((time.perf_counter() - begun) * 1000)
-                report["search_ms_p50"] = float(np.percentile(ms, 50))
-                report["search_ms_p95"] = float(np.percentile(ms, 95))
-                report["bytes_per_query"] = {
-                    m: [v / len(queries) for v in fan_out[m]] for m in fan_out
-                }
+            if queries:  # on the generation of the whole exchange, then of a delta
+                report["search_whole"] = searched(index, queries)
+                index.add([{"_id": "one-more", "text": "one more document"}])
+                index.commit()
+                report["search_delta"] = searched(index, queries)
         finally:
             index.close()
     print(json.dumps(report))
