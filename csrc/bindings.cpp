@@ -80,6 +80,23 @@ std::pair<std::string_view, const int64_t*> vocabulary_arrays(const ByteArray& v
             vocab_offsets.data()};
 }
 
+/// The strings of an arena and its offsets (as `vocabulary_arrays` reads them): offsets from
+/// 0 to the arena's size, never falling. Views into the arrays.
+std::vector<std::string_view> arena_strings(const ByteArray& bytes, const OffsetArray& offsets) {
+    const auto [arena, starts] = vocabulary_arrays(bytes, offsets);
+    const auto n = static_cast<std::size_t>(offsets.size() - 1);
+    if (starts[0] != 0 || starts[n] != static_cast<int64_t>(arena.size())) {
+        throw py::value_error("offsets must run from 0 to the number of bytes");
+    }
+    std::vector<std::string_view> out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (starts[i + 1] < starts[i]) throw py::value_error("offsets must not fall");
+        out[i] = arena.substr(static_cast<std::size_t>(starts[i]),
+                              static_cast<std::size_t>(starts[i + 1] - starts[i]));
+    }
+    return out;
+}
+
 /// A view of a vocabulary's arrays (checked as `StringTableView`'s constructor does).
 he::StringTableView vocabulary_view(const ByteArray& vocab_bytes, const OffsetArray& vocab_offsets,
                                     const SlotArray& vocab_slots) {
@@ -237,22 +254,11 @@ PYBIND11_MODULE(_core, m) {
         .def(
             "insert_arena",
             [](he::StringTable& self, const ByteArray& bytes, const OffsetArray& offsets) {
-                const auto [arena, starts] = vocabulary_arrays(bytes, offsets);
-                const auto n = static_cast<std::size_t>(offsets.size() - 1);
-                if (starts[0] != 0 || starts[n] != static_cast<int64_t>(arena.size())) {
-                    throw py::value_error("offsets must run from 0 to the number of bytes");
-                }
-                for (std::size_t i = 0; i < n; ++i) {
-                    if (starts[i + 1] < starts[i]) throw py::value_error("offsets must not fall");
-                }
-                std::vector<int64_t> ids(n);
+                const std::vector<std::string_view> keys = arena_strings(bytes, offsets);
+                std::vector<int64_t> ids(keys.size());
                 {
                     py::gil_scoped_release release;
-                    for (std::size_t i = 0; i < n; ++i) {
-                        ids[i] = self.insert(
-                            arena.substr(static_cast<std::size_t>(starts[i]),
-                                         static_cast<std::size_t>(starts[i + 1] - starts[i])));
-                    }
+                    for (std::size_t i = 0; i < keys.size(); ++i) ids[i] = self.insert(keys[i]);
                 }
                 return to_numpy(std::move(ids));
             },
@@ -269,20 +275,9 @@ PYBIND11_MODULE(_core, m) {
         .def(
             "find_arena",
             [](const he::StringTable& self, const ByteArray& bytes, const OffsetArray& offsets) {
-                const auto [arena, starts] = vocabulary_arrays(bytes, offsets);
-                const auto n = static_cast<std::size_t>(offsets.size() - 1);
-                if (starts[0] != 0 || starts[n] != static_cast<int64_t>(arena.size())) {
-                    throw py::value_error("offsets must run from 0 to the number of bytes");
-                }
-                for (std::size_t i = 0; i < n; ++i) {
-                    if (starts[i + 1] < starts[i]) throw py::value_error("offsets must not fall");
-                }
-                std::vector<int64_t> ids(n);
-                for (std::size_t i = 0; i < n; ++i) {
-                    ids[i] = self.find(
-                        arena.substr(static_cast<std::size_t>(starts[i]),
-                                     static_cast<std::size_t>(starts[i + 1] - starts[i])));
-                }
+                const std::vector<std::string_view> keys = arena_strings(bytes, offsets);
+                std::vector<int64_t> ids(keys.size());
+                for (std::size_t i = 0; i < keys.size(); ++i) ids[i] = self.find(keys[i]);
                 return to_numpy(std::move(ids));
             },
             py::arg("bytes").noconvert(), py::arg("offsets").noconvert())

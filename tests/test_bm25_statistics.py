@@ -207,7 +207,8 @@ def test_terms_and_doc_lengths() -> None:
 
 def test_the_live_term_map_gives_the_ids_a_dict_would() -> None:
     """``live.statistics.TermMap`` (a C++ string table) against a dict filled in the same
-    order: the same shared ids, terms and size, over segments that share some terms."""
+    order: the same shared ids, terms and size, over segments that share some terms; its
+    lookups (``find``) and terms by id (``take``) too."""
     from hybrid_engine import _core
     from hybrid_engine.live.statistics import TermMap
 
@@ -220,6 +221,14 @@ def test_the_live_term_map_gives_the_ids_a_dict_would() -> None:
         expected = [oracle.setdefault(term, len(oracle)) for term in index.terms]
         assert table.map(index).tolist() == expected
     assert table.terms == list(oracle) and len(table) == len(oracle)
+    # Lookups without inserting, and terms by id (what a shard's statistics use).
+    asked = ["w3", "absent", "ñandú", "w3"]
+    assert table.find(asked).tolist() == [oracle.get(term, -1) for term in asked]
+    assert len(table) == len(oracle)
+    ids = np.array([oracle["café"], 0, oracle["w7"]], np.int64)
+    assert table.take(ids) == ["café", list(oracle)[0], "w7"]
+    with pytest.raises(IndexError, match="outside"):
+        table.take(np.array([len(oracle)], np.int64))
     raw = _core.StringTable()
     with pytest.raises(ValueError, match="offsets must run from 0 to the number of bytes"):
         raw.insert_arena(np.frombuffer(b"abc", np.uint8), np.array([0, 2], np.int64))
