@@ -226,7 +226,7 @@ def test_the_live_term_map_gives_the_ids_a_dict_would() -> None:
     assert table.find(asked).tolist() == [oracle.get(term, -1) for term in asked]
     assert len(table) == len(oracle)
     ids = np.array([oracle["café"], 0, oracle["w7"]], np.int64)
-    assert table.take(ids) == ["café", list(oracle)[0], "w7"]
+    assert table.take(ids) == ["café", next(iter(oracle)), "w7"]
     with pytest.raises(IndexError, match="outside"):
         table.take(np.array([len(oracle)], np.int64))
     raw = _core.StringTable()
