@@ -28,8 +28,9 @@ from hybrid_engine.distributed.transactions import (
     write_prepared,
 )
 from hybrid_engine.lexical.analysis import AnalyzerConfig
+from hybrid_engine.lexical.phrases import stitched
 from hybrid_engine.lexical.statistics import CollectionStats
-from hybrid_engine.live.query_groups import query_groups, search_bm25_groups, search_groups
+from hybrid_engine.live.query_groups import query_groups, search_bm25_groups
 from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.bi_encoder import Encoder
@@ -434,14 +435,14 @@ class ShardWorker:
             found["bm25"] = search_bm25_groups(snapshot, queries, groups, width, num_threads)
         if dense_vectors is not None:
             vectors = dense_vectors
-            found["dense"] = search_groups(
+            found["dense"] = stitched(
                 n,
                 groups,
                 lambda masks, rows: snapshot.search_dense(vectors[rows], width, num_threads, masks),
             )
         if splade_vectors is not None:
             sparse = splade_vectors
-            found["splade"] = search_groups(
+            found["splade"] = stitched(
                 n,
                 groups,
                 lambda masks, rows: snapshot.search_splade(

@@ -80,12 +80,11 @@ def _intersect(a, b):
 
 
 @numba.njit(cache=True, nogil=True)
-def _candidate_positions(posting_offsets, postings, position_offsets, positions, term, docs):
-    """The positions of ``term`` in each of ``docs`` (ascending, every one holding it):
-    ``(flat, offsets, ok)``, document ``docs[c]``'s positions being ``flat[offsets[c]:
-    offsets[c + 1]]`` (int64, ascending); ``ok`` is False when the term's positions run is
-    malformed."""
-    term_docs, tfs = _term_documents(posting_offsets, postings, term)
+def _candidate_positions(term_docs, tfs, position_offsets, positions, term, docs):
+    """The positions of ``term`` (its postings decoded: ``term_docs``, ``tfs``) in each of
+    ``docs`` (ascending, every one holding it): ``(flat, offsets, ok)``, document
+    ``docs[c]``'s positions being ``flat[offsets[c]:offsets[c + 1]]`` (int64, ascending);
+    ``ok`` is False when the term's positions run is malformed."""
     offsets = np.zeros(docs.shape[0] + 1, dtype=np.int64)
     total = 0
     c = 0
@@ -148,18 +147,21 @@ def phrase_documents(posting_offsets, postings, position_offsets, positions, ter
         size_i = posting_offsets[terms[i] + 1] - posting_offsets[terms[i]]
         if size_i < posting_offsets[terms[rarest] + 1] - posting_offsets[terms[rarest]]:
             rarest = i
-    docs, _ = _term_documents(posting_offsets, postings, terms[rarest])
+    decoded = [_term_documents(posting_offsets, postings, terms[rarest])]
+    docs = decoded[0][0]
     for i in range(m):
         if i != rarest and docs.shape[0]:
-            other, _ = _term_documents(posting_offsets, postings, terms[i])
-            docs = _intersect(docs, other)
+            decoded.append(_term_documents(posting_offsets, postings, terms[i]))
+            docs = _intersect(docs, decoded[-1][0])
     if m == 1 or docs.shape[0] == 0:
         return docs, docs.shape[0]
     flats = []
     offsets = []
-    for i in range(m):
+    for i in range(m):  # decoded holds the rarest term's postings first, then the others'
+        d = 0 if i == rarest else (i + 1 if i < rarest else i)
+        term_docs, tfs = decoded[d]
         flat, offs, ok = _candidate_positions(
-            posting_offsets, postings, position_offsets, positions, terms[i], docs
+            term_docs, tfs, position_offsets, positions, terms[i], docs
         )
         if not ok:
             return docs, MALFORMED

@@ -246,7 +246,7 @@ class BM25Index(BM25Attributes):
                 "phrase queries need positions; build the index with positions=True "
                 "(bm25_options={'positions': True} for HybridIndex)"
             )
-        mask = None if allowed is None else check_allowed(allowed, self.num_documents).copy()
+        mask = None if allowed is None else check_allowed(allowed, self.num_documents)
         for phrase in phrases:
             docs = self._phrase_documents(phrase)
             if docs is None:

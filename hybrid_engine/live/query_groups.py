@@ -9,8 +9,6 @@ lacks the quoted phrase is what the quotes ask to leave out.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from hybrid_engine.lexical.phrases import phrase_groups, quoted_phrases, stitched, unquoted
@@ -54,18 +52,10 @@ def search_bm25_groups(
 ) -> SearchResult:
     """The BM25 leg's top ``k`` of ``queries`` searched by ``groups``: each group within its
     masks, its phrases unquoted (the masks apply them already)."""
-    return search_groups(
+    return stitched(
         len(queries),
         groups,
         lambda masks, rows: snapshot.search_bm25(
             [unquoted(queries[row]) for row in rows], k, num_threads, masks
         ),
     )
-
-
-def search_groups(
-    n_queries: int, groups: QueryGroups, search: Callable[[Masks, np.ndarray], SearchResult]
-) -> SearchResult:
-    """One leg's result of ``n_queries`` rows from ``search(masks, rows)`` of each group (one
-    row per row asked, all of one width)."""
-    return stitched(n_queries, groups, search)

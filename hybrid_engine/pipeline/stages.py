@@ -15,7 +15,8 @@ import numpy as np
 
 from hybrid_engine.checks import nonblank_rows
 from hybrid_engine.dense.encoding import QUERY, sided
-from hybrid_engine.live.query_groups import QueryGroups, search_bm25_groups, search_groups
+from hybrid_engine.lexical.phrases import stitched
+from hybrid_engine.live.query_groups import QueryGroups, search_bm25_groups
 from hybrid_engine.live.snapshot import Masks, Snapshot
 from hybrid_engine.pipeline.degradation import Health
 from hybrid_engine.pipeline.facets import Facets, count_facets
@@ -352,7 +353,7 @@ def _search_legs(
                 sub, lambda kept: snapshot.search_dense(by_row[kept], width, num_threads, masks)
             )
 
-        return search_groups(n, groups, search), vectors
+        return stitched(n, groups, search), vectors
 
     def splade() -> tuple[SearchResult, None]:
         assert models.splade_encoder is not None
@@ -366,7 +367,7 @@ def _search_legs(
                 ),
             )
 
-        return search_groups(n, groups, search), None
+        return stitched(n, groups, search), None
 
     calls = {"bm25": bm25, "dense": dense, "splade": splade}
     found: dict[str, SearchResult] = {}
