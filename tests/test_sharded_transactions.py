@@ -128,3 +128,25 @@ def test_malformed_records_are_refused(tmp_path: Path) -> None:
     bad.write_text('["upsert", []]\n["rename", []]\n')
     with pytest.raises(IndexFormatError, match="line 2"):
         read_prepared(bad)
+
+
+def test_a_replica_started_during_its_writers_first_save_waits_for_a_commit(
+    tmp_path: Path,
+) -> None:
+    """A read replica's actor may start while its writer is still writing the shard's first
+    commit (the directory there, no commit point yet): it starts without an engine, where it
+    used to raise (and an actor whose constructor raised is dead for good), and loads the
+    commit when it is prepared."""
+    from hybrid_engine.live import layout
+
+    path = tmp_path / "shard-000"
+    path.mkdir()
+    (path / layout.LOCK).touch()  # what a first save writes before its commit point
+    replica = ShardWorker(str(path), {}, BUILD, replica=True)
+    shutil.rmtree(path)  # the writer's first save then starts over
+    writer = ShardWorker(str(path), {}, BUILD)
+    writer.stage([_doc("a", "alpha", 0)], False)
+    replica.prepare(1, writer.commit_number(), None, None)
+    assert replica.commit_number() == writer.commit_number() >= 1
+    writer.close()
+    replica.close()

@@ -30,6 +30,7 @@ from hybrid_engine.distributed.transactions import (
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.lexical.phrases import stitched
 from hybrid_engine.lexical.statistics import CollectionStats
+from hybrid_engine.live.commits import is_live_index
 from hybrid_engine.live.query_groups import query_groups, search_bm25_groups
 from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.metadata import Filter
@@ -125,7 +126,9 @@ class ShardWorker:
         cache = self._build_options.pop("embedding_cache", False)
         self._cache = EmbeddingCache() if cache else None
         self._engine: HybridIndex | None = None
-        if self._path.exists():
+        # A commit point, not the directory: a read replica may start while its writer is
+        # still writing the first one, and an actor whose constructor raised is dead for good.
+        if is_live_index(self._path):
             self._engine = HybridIndex.load(self._path, **self._load_options)
         self._views: dict[int, _View] = {}
         # The changes staged since the last commit, for the prepared file of a transaction
