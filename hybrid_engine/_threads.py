@@ -5,8 +5,12 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
@@ -47,3 +51,28 @@ def run_split(n: int, threads: int, work: Callable[[int, int], None]) -> None:
     futures = [pool.submit(work, lo, hi) for lo, hi in itertools.pairwise(bounds)]
     for future in futures:
         future.result()
+
+
+def across_parts(n_parts: int, n_queries: int, num_threads: int | None) -> tuple[int, int | None]:
+    """How a batch of ``n_queries`` searched part by part (an engine's segments) spends
+    ``num_threads`` (None: every core): ``(parts searched at once, num_threads of each part's
+    search)``. A batch of fewer queries than threads cannot keep them busy alone (one query
+    runs on one thread), so its parts run side by side, one thread each; a larger batch
+    searches its parts in turn, each over every thread."""
+    threads = default_threads() if num_threads is None else num_threads
+    if n_parts > 1 and n_queries < threads:
+        return min(threads, n_parts), 1
+    return 1, num_threads
+
+
+def map_split(work: Callable[[T], R], items: Sequence[T], threads: int) -> list[R]:
+    """``[work(item) for item in items]``, the items in ``threads`` contiguous slices run at
+    once on the shared pool (inline when ``threads == 1``); re-raises the first error."""
+    out: list[R | None] = [None] * len(items)
+
+    def run(lo: int, hi: int) -> None:
+        for i in range(lo, hi):
+            out[i] = work(items[i])
+
+    run_split(len(items), min(threads, len(items)), run)
+    return out  # type: ignore[return-value]

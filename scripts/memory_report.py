@@ -15,7 +15,16 @@ bi-encoder loaded, the numba kernels compiled on a tiny index (their memory repo
 ``jit``), then the index loaded (timed), then ``--queries`` MS MARCO dev queries searched one per
 call from text (p50/p95 ms). Resident memory (``VmRSS``, and its anonymous and file-backed
 parts) after the load and after the queries, less the baseline before the load, per document;
-file-backed pages attributed to components by file (``/proc/self/smaps``).
+file-backed pages attributed to components by file (``/proc/self/smaps``). ``--skip`` starts
+at a later query (one no earlier run read rows for, so the page cache does not favour it);
+``--search-threads`` is ``search``'s ``num_threads`` (None: every core); each stage's p50/p95
+comes from the results' ``timings``.
+
+``reads --index I``: random rows read from the index's vectors files by position, asked for
+first (``posix_fadvise``) or one after the other (``dense/vector_file.py``).
+
+``recall --index I --derived N``: the dense leg's recall@10 of the engine built with
+``build --derived N`` against the derived corpus's exact top 10.
 
     PYTHONPATH=. python scripts/memory_report.py build --index runs/scale-index
     PYTHONPATH=. python scripts/memory_report.py measure --index runs/scale-index --json m.json
@@ -287,12 +296,13 @@ def measure_one(args: argparse.Namespace) -> dict[str, Any]:
     loaded = memory()
     mapped_after_load = mapped_bytes(args.index)
     n = len(engine)
-    queries = [q["text"] for q in read_jsonl(QUERIES)][: args.queries]
-    times = []
+    queries = [q["text"] for q in read_jsonl(QUERIES)][args.skip : args.skip + args.queries]
+    times, stages = [], []
     for query in queries:
         t0 = time.perf_counter()
-        engine.search([query], 10)
+        found = engine.search([query], 10, num_threads=args.search_threads)
         times.append((time.perf_counter() - t0) * 1000)
+        stages.append(found.timings)
     after = memory()
     mapped_after = mapped_bytes(args.index)
 
@@ -317,7 +327,43 @@ def measure_one(args: argparse.Namespace) -> dict[str, Any]:
         "queries": len(times),
         "hybrid_p50_ms": round(float(np.percentile(times, 50)), 2),
         "hybrid_p95_ms": round(float(np.percentile(times, 95)), 2),
+        "search_threads": args.search_threads,
+        "stage_p50_p95_ms": {
+            stage: _percentiles([t.get(stage, 0.0) for t in stages])
+            for stage in ("bm25", "dense", "fusion")
+        },
     }
+
+
+def reads(args: argparse.Namespace) -> dict[str, Any]:
+    """p50/p95 ms of reading ``--rows`` random rows of one segment's vectors file by position
+    (``VectorFile.take``), the rows asked for first (``posix_fadvise``) and not, alternating
+    per draw, over ``--draws`` draws cycling through the segments (fresh random rows each:
+    mostly cold on a corpus larger than the page cache)."""
+    from hybrid_engine import HybridIndex
+    from hybrid_engine.dense import vector_file
+
+    rng = np.random.default_rng(args.seed)
+    times: dict[str, list[float]] = {"advised": [], "one by one": []}
+    with HybridIndex.load(args.index, mmap="cold") as engine:
+        segments = engine._snapshot.segments
+        for draw in range(args.draws):
+            dense = segments[draw % len(segments)].dense
+            assert dense is not None
+            file = dense._store._file
+            assert file is not None
+            rows = np.sort(rng.choice(len(dense), args.rows, replace=False))
+            way = "advised" if draw % 2 == 0 else "one by one"
+            vector_file._ADVISE = way == "advised"
+            start = time.perf_counter()
+            file.take(rows)
+            times[way].append((time.perf_counter() - start) * 1000)
+    return {way: _percentiles(t) for way, t in times.items()} | {"rows": args.rows}
+
+
+def _percentiles(times: list[float]) -> list[float]:
+    """p50 and p95 of ``times``, ms, rounded."""
+    return [round(float(np.percentile(times, p)), 2) for p in (50, 95)]
 
 
 def main() -> None:
@@ -353,9 +399,38 @@ def main() -> None:
     m.add_argument("--queries", type=int, default=1000)
     m.add_argument("--mode", choices=tuple(MODES), help="one mode, in this process")
     m.add_argument("--json", type=Path)
+    m.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="start at this query of the file (queries no earlier run has read from disk)",
+    )
+    m.add_argument(
+        "--search-threads", type=int, default=None, help="num_threads of search (None: all)"
+    )
+    d = sub.add_parser("reads", help="random rows read from a cold index's vectors files")
+    d.add_argument("--index", type=Path, required=True)
+    d.add_argument("--rows", type=int, default=256)
+    d.add_argument("--draws", type=int, default=80)
+    d.add_argument("--seed", type=int, default=0)
+    r = sub.add_parser("recall", help="the dense leg's recall@10 of a --derived index")
+    r.add_argument("--index", type=Path, required=True)
+    r.add_argument("--derived", type=int, required=True, metavar="N")
     args = parser.parse_args()
     if args.step == "build":
         print(json.dumps(build(args)))
+        return
+    if args.step == "reads":
+        print(json.dumps(reads(args)))
+        return
+    if args.step == "recall":
+        from scale_corpus import derived
+
+        print(
+            json.dumps(
+                {"dense_recall@10": round(_segments_recall(args.index, derived(args.derived)), 4)}
+            )
+        )
         return
     if args.mode is not None:
         print(json.dumps(measure_one(args)))
@@ -364,7 +439,8 @@ def main() -> None:
     for mode in MODES:
         done = subprocess.run(
             [sys.executable, __file__, "measure", "--index", str(args.index), "--mode", mode,
-             "--queries", str(args.queries)],
+             "--queries", str(args.queries), "--skip", str(args.skip),
+             *(["--search-threads", str(args.search_threads)] if args.search_threads else [])],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
         rows.append(json.loads(done.stdout.splitlines()[-1]))

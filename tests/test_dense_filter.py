@@ -16,6 +16,7 @@ from dense_oracle import HashingEncoder, knn
 from hybrid_engine import DenseIndex, SearchResult
 from hybrid_engine.dense import _kernels, filtered
 from hybrid_engine.dense import knn as knn_module
+from hybrid_engine.dense.candidates import Candidates
 
 K = 10
 RNG = np.random.default_rng(0)
@@ -205,16 +206,12 @@ def test_approx_scores_rows_equals_numpy() -> None:
     assert (np.abs(out - queries @ docs.T) <= 1.01 * bound).all()
 
 
-def test_a_graph_that_reaches_too_few_leaves_every_query_short() -> None:
+def test_a_graph_that_reaches_too_few_leaves_the_batch_to_the_exact_path() -> None:
     class Unreachable:
         def knn_query(self, data, k, num_threads):
             raise RuntimeError("Cannot return the results in a contiguous 2D array")
 
-    out = SearchResult.empty(3, K)
-    short = filtered.graph_allowed(
-        Unreachable(), VECTORS, QUERIES[:3], np.ones(N, bool), 50, 1, out.ids, out.scores
-    )
-    assert short.tolist() == [True, True, True]
+    assert Candidates.walked(Unreachable(), QUERIES[:3], 50, 1) is None
 
 
 # --- boundaries ---------------------------------------------------------------------------

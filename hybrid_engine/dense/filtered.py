@@ -25,14 +25,6 @@ recall of the graph at the same ``ef``, which is what ``ef_search`` asks for.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-
-import numpy as np
-
-from hybrid_engine.dense.links import LinkGraph
-
-Rescore = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
-"""``knn.top_k`` over an index's vectors: ``(queries, candidates, ids_out, scores_out)``."""
 
 SHORTFALL_SIGMAS = 3.0
 """How far below its mean (in standard deviations) the count of allowed candidates in a graph
@@ -82,57 +74,3 @@ def plan(k: int, n_allowed: int, n: int, ef_search: int, m: int) -> int | None:
     if n_allowed <= k or size >= n or n_allowed <= graph_cost(size, ef_search, m):
         return None
     return size
-
-
-def graph_allowed(
-    graph: LinkGraph,
-    rescore: Rescore,
-    queries: np.ndarray,
-    allowed: np.ndarray,
-    size: int,
-    threads: int,
-    ids_out: np.ndarray,
-    scores_out: np.ndarray,
-) -> np.ndarray:
-    """Top-k of every query among the allowed ones of its ``size`` graph candidates, ranked by
-    exact score (``rescore``, as ``knn.top_k``).
-
-    Parameters
-    ----------
-    graph : LinkGraph
-        Searched with ``ef = max(its ef, size)``.
-    rescore : callable
-        ``(queries, candidates, ids_out, scores_out)``: ``knn.top_k`` over the vectors.
-    queries : numpy.ndarray
-        float32, ``(n_queries, dim)``, prepared.
-    allowed : numpy.ndarray
-        bool, ``(n,)``.
-    size : int
-        Candidates per query (``plan``), less than ``n``.
-    threads : int
-        Threads the batch is split over.
-    ids_out, scores_out : numpy.ndarray
-        int64 and float32, ``(n_queries, k)``, holding the padding.
-
-    Returns
-    -------
-    numpy.ndarray
-        bool, ``(n_queries,)``: the queries that got fewer than ``k`` allowed candidates (all
-        of them when the walk reached fewer than ``size`` vectors); their rows in the outs are
-        not to be used.
-    """
-    k = ids_out.shape[1]
-    try:
-        labels, _ = graph.knn_query(queries, k=size, num_threads=threads)
-    except RuntimeError:  # the walk reached fewer than ``size`` vectors: search exactly
-        return np.ones(len(queries), dtype=bool)
-    candidates = labels
-    kept = allowed[candidates]
-    counts = np.count_nonzero(kept, axis=1)
-    # The allowed candidates first (stable: in graph order), the rest -1 (padding).
-    order = np.argsort(~kept, axis=1, kind="stable")[:, : max(k, int(counts.max()))]
-    candidates = np.where(
-        np.take_along_axis(kept, order, axis=1), np.take_along_axis(candidates, order, axis=1), -1
-    )
-    rescore(queries, candidates, ids_out, scores_out)
-    return counts < k

@@ -17,6 +17,7 @@ from hybrid_engine.checks import (
 )
 from hybrid_engine.corpus import DocIds, Document
 from hybrid_engine.dense import vectors as _vectors
+from hybrid_engine.dense.candidates import Candidates
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.encoding import (
     check_encoder,
@@ -270,6 +271,43 @@ class DenseIndex(DenseGrowth):
             return SearchResult.empty(0, k)
         matrix = _vectors.prepare(queries, "query vectors", self.metric, self.dim)
         return self._store.search(matrix, k, exact, threads, allowed)
+
+    def candidates(
+        self,
+        queries: Any,
+        k: int = 10,
+        *,
+        num_threads: int | None = None,
+        allowed: np.ndarray | None = None,
+    ) -> Candidates | None:
+        """The first half of a graph search (``search``): the walk's candidates for the top
+        ``k`` of query vectors, with their approximate scores, before rescoring; None when
+        ``search`` would be exact (no graph, ``k`` covers the documents, few ``allowed``).
+        ``candidates.search_pooled`` uses it to rescore several indexes' candidates from one
+        pool. Arguments as ``search``, vectors only."""
+        k = hits_width(check_k(k), self.num_documents)
+        threads = check_threads(num_threads)
+        if allowed is not None:
+            allowed = check_allowed(allowed, self.num_documents)
+        matrix = _vectors.prepare(queries, "query vectors", self.metric, self.dim)
+        return self._store.walk(matrix, k, threads, allowed)
+
+    def rescore(
+        self,
+        queries: Any,
+        candidates: Candidates,
+        k: int = 10,
+        *,
+        allowed: np.ndarray | None = None,
+    ) -> SearchResult:
+        """The second half of a graph search: the top ``k`` of each query's ``candidates``
+        (from ``candidates`` with the same queries and ``allowed``, or a part of them) by
+        exact score, as ``search`` returns them."""
+        k = hits_width(check_k(k), self.num_documents)
+        if allowed is not None:
+            allowed = check_allowed(allowed, self.num_documents)
+        matrix = _vectors.prepare(queries, "query vectors", self.metric, self.dim)
+        return self._store.rescore(matrix, candidates, k, allowed)
 
     # -- persistence --------------------------------------------------------------------------
 

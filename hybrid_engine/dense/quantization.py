@@ -107,6 +107,17 @@ class Codes:
             return np.ascontiguousarray(queries * self.second, dtype=np.float32)
         return queries
 
+    def query_constants(self, queries: np.ndarray) -> np.ndarray:
+        """float64 ``(n_queries,)``: what the walk's scores of the queries (``-distance``) lack
+        of their approximate inner products with the vectors. Those constants differ between
+        codes fitted apart (the segments of an engine), so scores compare across them only
+        with these added. int8: ``x ~ low + step (c + 128)``, so ``<q, low + 128 step>``;
+        binary: ``<q, m>``; None: 0."""
+        if self.kind is None:
+            return np.zeros(len(queries))
+        offset = self.first + np.float32(128) * self.second if self.kind == "int8" else self.first
+        return queries.astype(np.float64) @ offset.astype(np.float64)
+
     def query_planes(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The queries quantized for binary codes: uint64 bit planes ``(n_queries,
         QUERY_BITS, words)`` (plane ``j`` holds bit ``j`` of each dimension's 4-bit value

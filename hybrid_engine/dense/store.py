@@ -11,6 +11,7 @@ from hybrid_engine.dense import filtered as _filtered
 from hybrid_engine.dense import hnsw as _hnsw
 from hybrid_engine.dense import knn as _knn
 from hybrid_engine.dense import vectors as _vectors
+from hybrid_engine.dense.candidates import Candidates
 from hybrid_engine.dense.links import LinkGraph
 from hybrid_engine.dense.params import DenseParams
 from hybrid_engine.dense.quantization import Codes
@@ -110,73 +111,74 @@ class VectorStore:
         threads: int,
         allowed: np.ndarray | None = None,
     ) -> SearchResult:
-        """The top ``k`` of prepared query rows: through the graph unless ``exact``, there is
-        none, or ``k`` covers every vector; the graph's best ``params.candidates`` by
-        their codes are rescored with the float32 vectors.
+        """The top ``k`` of prepared query rows: the graph's candidates (``walk``) rescored
+        with the float32 vectors, or exactly when ``exact`` or ``walk`` says so.
 
         ``allowed`` (checked bool, ``(count,)``): only those vectors may be returned, each row
         holding ``min(k, allowed.sum())`` hits (``filtered``)."""
-        out = SearchResult.empty(len(matrix), k)
-        if len(matrix) == 0:
-            return out
-        vectors = self.vectors
-        if allowed is not None:
-            n_allowed = int(np.count_nonzero(allowed))
-            if n_allowed < len(vectors):
-                self._search_allowed(matrix, exact, threads, allowed, n_allowed, out)
-                return self._checked(out)
-        if self._graph is not None and not exact and k < len(vectors):
-            try:
-                size = self._params.candidates(k, len(vectors), self._ef_search)
-                labels, _ = self._graph.knn_query(matrix, k=size, num_threads=threads)
-            except RuntimeError:
-                # The walk reached fewer than size vectors from the entry point: search exactly.
-                labels = None
-            if labels is not None:
-                self._rescore(matrix, labels, out.ids, out.scores)
-                return self._checked(out)
-        _knn.exact_search(vectors, matrix, out.ids, out.scores, self._vector_norm_bound())
-        return self._checked(out)
+        walked = None if exact else self.walk(matrix, k, threads, allowed)
+        if walked is None:
+            return self.exact(matrix, k, allowed)
+        return self.rescore(matrix, walked, k, allowed)
 
-    def _search_allowed(
+    def walk(
+        self, matrix: np.ndarray, k: int, threads: int, allowed: np.ndarray | None = None
+    ) -> Candidates | None:
+        """The graph's candidates for the top ``k`` of prepared query rows: its best
+        ``params.candidates`` by their codes; under an ``allowed`` mask that leaves some out,
+        the allowed ones of a list sized by ``filtered.plan``. None where the search is to be
+        exact: no graph, ``k`` covers every vector, exact over the allowed rows is cheaper, or
+        the walk reached too few vectors."""
+        graph, n = self._graph, self._count
+        if graph is None or len(matrix) == 0:
+            return None
+        if allowed is not None and (n_allowed := int(np.count_nonzero(allowed))) < n:
+            if n_allowed == 0:
+                return None
+            size = _filtered.plan(k, n_allowed, n, self._ef_search, self._params.m)
+            if size is None:
+                return None
+            size = self._params.candidates(size, n, self._ef_search)
+            walked = Candidates.walked(graph, matrix, size, threads)
+            return None if walked is None else walked.only(allowed[walked.ids], k)
+        if k >= n:
+            return None
+        size = self._params.candidates(k, n, self._ef_search)
+        return Candidates.walked(graph, matrix, size, threads)
+
+    def rescore(
         self,
         matrix: np.ndarray,
-        exact: bool,
-        threads: int,
-        allowed: np.ndarray,
-        n_allowed: int,
-        out: SearchResult,
-    ) -> None:
-        """Write into ``out`` the top-k of each query among the ``n_allowed`` (fewer than all)
-        allowed vectors: through the oversampled graph when ``filtered.plan`` says it pays
-        (asking for ``params.candidates`` of the planned list), else (and for the queries it
-        leaves short) exactly over the allowed rows."""
-        if n_allowed == 0:
-            return
-        vectors, k = self.vectors, out.ids.shape[1]
-        graph, short = self._graph, np.ones(len(matrix), dtype=bool)
-        if graph is not None and not exact:
-            size = _filtered.plan(k, n_allowed, len(vectors), self._ef_search, self._params.m)
-            if size is not None:
-                size = self._params.candidates(size, len(vectors), self._ef_search)
-                short = _filtered.graph_allowed(
-                    graph, self._rescore, matrix, allowed, size, threads, out.ids, out.scores
-                )
-        if short.any():
-            rest = SearchResult.empty(int(np.count_nonzero(short)), k)
-            rows = np.flatnonzero(allowed)
-            norm = self._vector_norm_bound()
-            _knn.exact_search(vectors, matrix[short], rest.ids, rest.scores, norm, rows)
-            out.ids[short], out.scores[short] = rest.ids, rest.scores
-
-    def _rescore(
-        self, matrix: np.ndarray, candidates: np.ndarray, ids: np.ndarray, scores: np.ndarray
-    ) -> None:
-        """``knn.top_k`` of the candidates, their vectors read from the file when there is one."""
+        candidates: Candidates,
+        k: int,
+        allowed: np.ndarray | None = None,
+    ) -> SearchResult:
+        """The top ``k`` of each query's ``candidates`` by exact score, their vectors read
+        from the file when there is one; the candidates' exact rows searched exactly (under
+        ``allowed``)."""
+        out = SearchResult.empty(len(matrix), k)
         if self._file is not None:
-            _knn.top_k_taken(self._file.take, matrix, candidates, ids, scores)
+            _knn.top_k_taken(self._file.take, matrix, candidates.ids, out.ids, out.scores)
         else:
-            _knn.top_k(self.vectors, matrix, candidates, ids, scores)
+            _knn.top_k(self.vectors, matrix, candidates.ids, out.ids, out.scores)
+        rows = candidates.exact_rows
+        if rows.any():
+            rest = self.exact(matrix[rows], k, allowed)
+            out.ids[rows], out.scores[rows] = rest.ids, rest.scores
+        return self._checked(out)
+
+    def exact(self, matrix: np.ndarray, k: int, allowed: np.ndarray | None = None) -> SearchResult:
+        """The top ``k`` of prepared query rows by exact score over every vector, or over
+        the ``allowed`` ones only."""
+        out = SearchResult.empty(len(matrix), k)
+        rows = None
+        if allowed is not None and not allowed.all():
+            rows = np.flatnonzero(allowed)
+        if len(matrix) == 0 or (rows is not None and len(rows) == 0):
+            return out
+        norm = self._vector_norm_bound()
+        _knn.exact_search(self.vectors, matrix, out.ids, out.scores, norm, rows)
+        return self._checked(out)
 
     def _checked(self, out: SearchResult) -> SearchResult:
         """``out``, unless a hit's score passed the float32 range (inner products of huge

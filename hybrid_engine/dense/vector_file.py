@@ -18,6 +18,10 @@ import numpy as np
 
 from hybrid_engine.errors import IndexFormatError
 
+_ADVISE = hasattr(os, "posix_fadvise")
+"""Whether the platform can be told of reads to come (Linux can; macOS cannot)."""
+_WILLNEED = getattr(os, "POSIX_FADV_WILLNEED", 0)
+
 
 class VectorFile:
     """Rows of a float32 ``(n, dim)`` C-order array stored from byte ``offset`` of ``file``.
@@ -42,21 +46,27 @@ class VectorFile:
             The file is shorter than its array (truncated since the load).
         """
         out = np.empty((len(rows), self._shape[1]), dtype=np.float32)
+        if len(rows) == 0:
+            return out
         view = out.data.cast("B")
-        start = 0
-        while start < len(rows):
-            stop = start + 1
-            while stop < len(rows) and rows[stop] == rows[stop - 1] + 1:
-                stop += 1
-            size = (stop - start) * self._row_bytes
-            at = self._offset + int(rows[start]) * self._row_bytes
-            got = os.preadv(
-                self._fd, [view[start * self._row_bytes : start * self._row_bytes + size]], at
-            )
+        row_bytes = self._row_bytes
+        # Runs of consecutive positions: [starts[r], stops[r]) of ``rows``.
+        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+        starts = np.concatenate(([0], breaks)).tolist()
+        stops = np.concatenate((breaks, [len(rows)])).tolist()
+        at = [self._offset + int(rows[start]) * row_bytes for start in starts]
+        if len(starts) > 1 and _ADVISE:
+            # Ask for every run first: the kernel then reads them from disk concurrently,
+            # where reads one after the other would wait for each in turn (at 256 runs of a
+            # cold file, 4x faster here: docs/memory.md).
+            for start, stop, offset in zip(starts, stops, at, strict=True):
+                os.posix_fadvise(self._fd, offset, (stop - start) * row_bytes, _WILLNEED)
+        for start, stop, offset in zip(starts, stops, at, strict=True):
+            size = (stop - start) * row_bytes
+            got = os.preadv(self._fd, [view[start * row_bytes : start * row_bytes + size]], offset)
             if got != size:
                 raise IndexFormatError(
                     f"{self._shown_as}: the file ends before row {int(rows[start])}; the index "
                     "is corrupt, rebuild it"
                 )
-            start = stop
         return out

@@ -21,7 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from hybrid_engine._threads import across_parts, map_split
 from hybrid_engine.corpus import DocIds
+from hybrid_engine.dense.candidates import search_pooled
 from hybrid_engine.dense.index import DenseIndex, joined_exact
 from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.ids import check_ids
@@ -373,20 +375,22 @@ class Snapshot:
         k = hits_width(k, self.num_live)
         if k == 0:
             return SearchResult.empty(len(queries), 0)
-        parts = [
-            leg.search(queries, k, num_threads=num_threads, allowed=mask)
-            for leg, mask in zip(self._bm25, allowed, strict=True)
-        ]
-        return self._merged(parts, len(queries), k)
+        at_once, threads = across_parts(len(self._bm25), len(queries), num_threads)
+
+        def search(i: int) -> SearchResult:
+            return self._bm25[i].search(queries, k, num_threads=threads, allowed=allowed[i])
+
+        return self._merged(map_split(search, range(len(self._bm25)), at_once), len(queries), k)
 
     def search_dense(
         self, vectors: np.ndarray, k: int, num_threads: int | None, allowed: Masks
     ) -> SearchResult:
-        """Each run of segments searched as one (``_dense_runs``), merged by score."""
+        """Each run of segments searched as one (``_dense_runs``), the graphs' candidates
+        rescored from one pool (``candidates.search_pooled``), merged by score."""
         k = hits_width(k, self.num_live)
         if k == 0:
             return SearchResult.empty(len(vectors), 0)
-        parts, bases = [], []
+        legs, bases = [], []
         for start, stop, index in self._dense_runs:
             masks = allowed[start:stop]
             mask = None
@@ -397,10 +401,11 @@ class Snapshot:
                         for s, m in zip(range(start, stop), masks, strict=True)
                     ]
                 )
-            parts.append(index.search(vectors, k, num_threads=num_threads, allowed=mask))
+            legs.append((index, mask))
             bases.append(int(self.bases[start]))
-        if not parts:
+        if not legs:
             return SearchResult.empty(len(vectors), k)
+        parts = search_pooled(legs, vectors, k, num_threads)
         return merge_top_k(parts, bases, k)
 
     @cached_property
@@ -436,11 +441,15 @@ class Snapshot:
         k = hits_width(k, self.num_live)
         if k == 0:
             return SearchResult.empty(len(vectors.offsets) - 1, 0)
-        parts = []
-        for segment, mask in zip(self.segments, allowed, strict=True):
-            assert segment.splade is not None
-            parts.append(segment.splade.search(vectors, k, num_threads=num_threads, allowed=mask))
-        return self._merged(parts, len(vectors.offsets) - 1, k)
+        n_queries = len(vectors.offsets) - 1
+        at_once, threads = across_parts(len(self.segments), n_queries, num_threads)
+
+        def search(i: int) -> SearchResult:
+            splade = self.segments[i].splade
+            assert splade is not None
+            return splade.search(vectors, k, num_threads=threads, allowed=allowed[i])
+
+        return self._merged(map_split(search, range(len(self.segments)), at_once), n_queries, k)
 
     def _merged(self, parts: list[SearchResult], n_queries: int, k: int) -> SearchResult:
         if not parts:
