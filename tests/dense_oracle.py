@@ -144,3 +144,21 @@ def sha256_vectors(texts: Sequence[str]) -> np.ndarray:
     """float32 ``(len(texts), 8)``: the first 8 bytes of each text's sha256, over 255."""
     rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[:8], np.uint8) for t in texts]
     return np.asarray(rows, np.float32).reshape(len(texts), Sha256Encoder.dim) / 255
+
+
+class RandomVectorEncoder:
+    """A text's vector: a unit Gaussian seeded by the text's sha256 (independent of the batch),
+    so neighbourhoods have no structure for the graph to exploit."""
+
+    dim = 32
+    model_hash = "random-vectors-v1"
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 32, show_progress: bool = False
+    ) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), np.float32)
+        for row, text in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+            v = np.random.default_rng(seed).normal(size=self.dim)
+            out[row] = v / np.linalg.norm(v)
+        return out

@@ -5,18 +5,17 @@ vectors per query from disk, not one per segment."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
+from dense_oracle import RandomVectorEncoder
 
 from hybrid_engine import DenseIndex, HybridIndex
 from hybrid_engine.dense.candidates import Candidates, pooled, search_pooled
 from hybrid_engine.dense.vector_file import VectorFile
 
-DIM = 32
+DIM = RandomVectorEncoder.dim
 K = 10
 
 
@@ -107,22 +106,6 @@ def test_pooled_search_is_each_legs_search_when_there_is_one_graph() -> None:
         np.testing.assert_array_equal(got.scores, want.scores)
 
 
-class _Encoder:
-    """A text's vector: a unit Gaussian seeded by the text's sha256."""
-
-    dim = DIM
-    model_hash = "random-vectors-pool-v1"
-
-    def encode(
-        self, texts: Sequence[str], *, batch_size: int = 32, show_progress: bool = False
-    ) -> np.ndarray:
-        out = np.empty((len(texts), DIM), np.float32)
-        for row, text in enumerate(texts):
-            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-            out[row] = _unit(np.random.default_rng(seed).normal(size=(1, DIM)))[0]
-        return out
-
-
 def _docs(lo: int, hi: int) -> list[dict[str, str]]:
     return [{"_id": f"d{i}", "text": f"document {i}"} for i in range(lo, hi)]
 
@@ -131,7 +114,7 @@ def _docs(lo: int, hi: int) -> list[dict[str, str]]:
 def test_an_engine_of_graph_segments_reads_one_pool_of_vectors_per_query(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quantization: str
 ) -> None:
-    encoder = _Encoder()
+    encoder = RandomVectorEncoder()
     engine = HybridIndex.build(
         _docs(0, 400),
         retrievers=("bm25", "dense"),

@@ -5,35 +5,15 @@ live documents."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Sequence
-
 import numpy as np
 import pytest
+from dense_oracle import RandomVectorEncoder
 
 from hybrid_engine.pipeline.engine import HybridIndex
 
 DIM = 32
 EXACT_THRESHOLD = 100  # segments above it search an HNSW graph
 K = 10
-
-
-class RandomVectorEncoder:
-    """A text's vector: a unit Gaussian seeded by the text's sha256 (independent of the batch),
-    so neighbourhoods have no structure for the graph to exploit."""
-
-    dim = DIM
-    model_hash = "random-vectors-v1"
-
-    def encode(
-        self, texts: Sequence[str], *, batch_size: int = 32, show_progress: bool = False
-    ) -> np.ndarray:
-        out = np.empty((len(texts), DIM), np.float32)
-        for row, text in enumerate(texts):
-            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-            v = np.random.default_rng(seed).normal(size=DIM)
-            out[row] = v / np.linalg.norm(v)
-        return out
 
 
 def _doc(i: int, version: int = 0) -> dict[str, str]:
