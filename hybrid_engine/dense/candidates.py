@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -25,8 +25,21 @@ from hybrid_engine._threads import across_parts, map_split
 from hybrid_engine.dense.links import LinkGraph
 from hybrid_engine.results import SearchResult
 
-if TYPE_CHECKING:
-    from hybrid_engine.dense.index import DenseIndex
+
+class Searchable(Protocol):
+    """What ``search_pooled`` asks of an index: ``DenseIndex``'s search in its two halves."""
+
+    def candidates(
+        self, queries: Any, k: int = ..., *, num_threads: int | None, allowed: np.ndarray | None
+    ) -> Candidates | None: ...
+
+    def rescore(
+        self, queries: Any, candidates: Candidates, k: int = ..., *, allowed: np.ndarray | None
+    ) -> SearchResult: ...
+
+    def search(
+        self, queries: Any, k: int = ..., *, num_threads: int | None, allowed: np.ndarray | None
+    ) -> SearchResult: ...
 
 
 @dataclass(frozen=True)
@@ -104,7 +117,7 @@ def pooled(parts: Sequence[Candidates], size: int) -> list[Candidates]:
 
 
 def search_pooled(
-    legs: Sequence[tuple[DenseIndex, np.ndarray | None]],
+    legs: Sequence[tuple[Searchable, np.ndarray | None]],
     queries: np.ndarray,
     k: int,
     num_threads: int | None,
@@ -117,7 +130,7 @@ def search_pooled(
     every core) searches the legs side by side (``_threads.across_parts``)."""
     at_once, threads = across_parts(len(legs), len(queries), num_threads)
 
-    def walk(leg: tuple[DenseIndex, np.ndarray | None]) -> Candidates | None:
+    def walk(leg: tuple[Searchable, np.ndarray | None]) -> Candidates | None:
         index, allowed = leg
         return index.candidates(queries, k, num_threads=threads, allowed=allowed)
 
