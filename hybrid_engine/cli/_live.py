@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from hybrid_engine.cli._sharded import add_ray_option
 from hybrid_engine.errors import WriterLockedError
 from hybrid_engine.pipeline.engine import HybridIndex
 
@@ -15,9 +16,12 @@ STDIN = "-"
 
 
 def add_index_arguments(parser: argparse.ArgumentParser) -> None:
-    """``INDEX`` and ``--threads``."""
-    parser.add_argument("index", help="live index directory (`hybrid-engine index` or save)")
+    """``INDEX``, ``--threads`` and ``--ray-address``."""
+    parser.add_argument(
+        "index", help="live or sharded index directory (`hybrid-engine index` or save)"
+    )
     parser.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    add_ray_option(parser)
 
 
 @contextmanager

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hybrid_engine.cli import _sharded as sharded
 from hybrid_engine.cli._corpus import CorpusFile, add_skip_empty_option, read_documents
 from hybrid_engine.cli._engine import load_engine
 from hybrid_engine.cli._live import STDIN, add_index_arguments, summary, writing
@@ -41,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     is committed: the index keeps its last commit.
     """
     corpus = read_documents(args.file, skip_empty=args.skip_empty)  # a bad file fails at once
+    if sharded.is_sharded(args.index):
+        return run_sharded(args, corpus)
     engine = load_engine(args.index, variant=None, num_threads=args.threads, mmap=False)
     with writing(engine):
         if not args.upsert:
@@ -51,6 +54,24 @@ def run(args: argparse.Namespace) -> int:
         engine.commit(embedding_cache=EmbeddingCache(), num_threads=args.threads)
         verb = "upserted" if args.upsert else "added"
         print(summary(f"{verb} {len(ids)} document(s){corpus.skipped_note()}", engine))
+    return 0
+
+
+def run_sharded(args: argparse.Namespace, corpus: CorpusFile) -> int:
+    """``add`` on a sharded index: stage the documents on their shards, then one coordinated
+    commit; on any error nothing is committed."""
+    with sharded.opened(args.index, args.ray_address) as index:
+        stage = index.upsert if args.upsert else index.add
+        try:
+            with corpus.lines_named():
+                ids = stage(corpus.documents)
+        except DuplicateIdError as exc:  # told in the command line's words
+            told = str(exc).replace("use upsert", "pass --upsert")
+            raise DuplicateIdError(f"{corpus.source}: {told}") from None
+        index.commit()
+        verb = "upserted" if args.upsert else "added"
+        done = f"{verb} {len(ids)} document(s){corpus.skipped_note()}"
+        print(sharded.summary(done, args.index, index))
     return 0
 
 

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from hybrid_engine.cli import _sharded as sharded
 from hybrid_engine.cli._engine import load_engine
 from hybrid_engine.cli._live import STDIN, add_index_arguments, summary, writing
 from hybrid_engine.errors import UnknownIdError
@@ -73,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     ``--missing-ok`` is an error, and nothing is committed on any error.
     """
     ids = read_ids(args)
+    if sharded.is_sharded(args.index):
+        return run_sharded(args, ids)
     engine = load_engine(args.index, variant=None, num_threads=args.threads, mmap=False)
     with writing(engine):
         if not args.missing_ok:
@@ -88,4 +91,18 @@ def run(args: argparse.Namespace) -> int:
         engine.commit(num_threads=args.threads)
         skipped = f" ({len(ids) - count} not in the index, skipped)" if count < len(ids) else ""
         print(summary(f"deleted {count} document(s){skipped}", engine))
+    return 0
+
+
+def run_sharded(args: argparse.Namespace, ids: list[str]) -> int:
+    """``delete`` on a sharded index: stage the deletions on their shards, then one
+    coordinated commit; an unknown id without ``--missing-ok`` deletes nothing."""
+    with sharded.opened(args.index, args.ray_address) as index:
+        try:
+            count = index.delete(ids, missing_ok=args.missing_ok)
+        except UnknownIdError as exc:  # told in the command line's words
+            raise UnknownIdError(str(exc).replace("missing_ok=True", "--missing-ok")) from None
+        index.commit()
+        skipped = f" ({len(ids) - count} not in the index, skipped)" if count < len(ids) else ""
+        print(sharded.summary(f"deleted {count} document(s){skipped}", args.index, index))
     return 0

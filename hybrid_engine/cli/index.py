@@ -7,10 +7,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hybrid_engine.checks import check_names
+from hybrid_engine.checks import check_int, check_names
+from hybrid_engine.cli import _sharded as sharded
 from hybrid_engine.cli._corpus import add_skip_empty_option, read_documents
 from hybrid_engine.cli._engine import LegOptions, add_variant_option, build_engine
 from hybrid_engine.cli._replace import output_dir
+from hybrid_engine.cli._sharded import add_ray_option
 from hybrid_engine.cli._values import multiple
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.lexical.languages import has_stopwords, language_name
@@ -54,6 +56,16 @@ def add_parser(subparsers: Any) -> None:
     add_variant_option(p, "bi-encoder variant of the dense leg (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
     p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
+    p.add_argument(
+        "--shards",
+        type=int,
+        default=None,
+        metavar="N",
+        help="build a sharded index of N shards on Ray (docs/scaling.md): documents routed by "
+        "a hash of their id, each shard a live index built by its own actor; `add` and "
+        "`delete` change it as one (default: one index)",
+    )
+    add_ray_option(p)
     bm25 = p.add_argument_group("BM25 leg (default: the engine's)")
     bm25.add_argument("--k1", type=float, default=None)
     bm25.add_argument("--b", type=float, default=None)
@@ -143,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
     summary unless ``--quiet``."""
     retrievers = parse_retrievers(args.retrievers)  # before reading: a typo fails at once
     options = leg_options(args)
+    if args.shards is not None:
+        return run_sharded(args, retrievers, options)
     corpus = read_documents(args.corpus, skip_empty=args.skip_empty)
     start = time.perf_counter()
     with output_dir(Path(args.output), force=args.force) as target:  # checked before the build
@@ -166,5 +180,34 @@ def run(args: argparse.Namespace) -> int:
             f"indexed {len(engine)} documents{corpus.skipped_note()} with "
             f"{', '.join(engine.retrievers)}{model} in {time.perf_counter() - start:.2f}s -> "
             f"{args.output}"
+        )
+    return 0
+
+
+def run_sharded(args: argparse.Namespace, retrievers: list[str], options: LegOptions) -> int:
+    """``index --shards N``: build the sharded index into a new (or empty) directory."""
+    n_shards = check_int("--shards", args.shards, 1)
+    output = Path(args.output)
+    if args.force:
+        raise ValueError(
+            "--force does not replace an index with a sharded one (--shards); remove the old "
+            "index or choose another output"
+        )
+    if output.exists() and not (output.is_dir() and not any(output.iterdir())):
+        raise FileExistsError(f"{output} exists and is not empty; choose another output")
+    corpus = read_documents(args.corpus, skip_empty=args.skip_empty)
+    start = time.perf_counter()
+    with corpus.lines_named():
+        count = sharded.build(
+            corpus.documents,
+            output,
+            n_shards=n_shards,
+            options=sharded.build_options(retrievers, options, args.model, args.variant),
+            address=args.ray_address,
+        )
+    if not args.quiet:
+        print(
+            f"indexed {count} documents{corpus.skipped_note()} with {', '.join(retrievers)} "
+            f"into {n_shards} shard(s) in {time.perf_counter() - start:.2f}s -> {args.output}"
         )
     return 0

@@ -8,6 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hybrid_engine.cli._sharded import is_sharded
+from hybrid_engine.distributed.manifest import ShardedLayout, shard_dir
+from hybrid_engine.distributed.transactions import read_decided
 from hybrid_engine.live import layout
 from hybrid_engine.live.commits import lock_if_free, read_commit
 from hybrid_engine.storage.usage import disk_bytes
@@ -60,9 +63,39 @@ def describe(path: Path) -> dict[str, Any]:
     }
 
 
+def describe_sharded(path: Path) -> dict[str, Any]:
+    """The facts ``info`` prints of a sharded index: its shards' facts (``describe``: each as
+    its last applied commit) summed, and each shard's.
+
+    Raises
+    ------
+    IndexFormatError
+        ``path`` holds no sharded index of this version, or a shard no live index.
+    """
+    shards = [describe(shard_dir(path, s)) for s in range(ShardedLayout.read(path).n_shards)]
+    return {
+        "path": str(path),
+        "shards": len(shards),
+        "documents": sum(shard["documents"] for shard in shards),
+        "deleted": sum(shard["deleted"] for shard in shards),
+        "decided_transaction": read_decided(path),
+        "retrievers": shards[0]["retrievers"],
+        "models": shards[0]["models"],
+        "phrases": shards[0]["phrases"],
+        "bytes": {"total": disk_bytes(path)},
+        "per_shard": [
+            {key: shard[key] for key in ("documents", "deleted", "segments", "generation")}
+            for shard in shards
+        ],
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the listing, or the JSON object with ``--json``."""
-    facts = describe(Path(args.index))
+    path = Path(args.index)
+    if is_sharded(path):
+        return _print_sharded(describe_sharded(path), args.json)
+    facts = describe(path)
     if args.json:
         print(json.dumps(facts, ensure_ascii=False))
         return 0
@@ -91,6 +124,30 @@ def run(args: argparse.Namespace) -> int:
         print(f"phrases:     {phrases}")
     print(f"on disk:     {_shown(sizes['total'])} ({parts})")
     print(f"writer:      {writer}")
+    return 0
+
+
+def _print_sharded(facts: dict[str, Any], as_json: bool) -> int:
+    """``run``'s listing of a sharded index."""
+    if as_json:
+        print(json.dumps(facts, ensure_ascii=False))
+        return 0
+    models = ", ".join(
+        f"{leg} {model.get('name')} ({model.get('variant')})"
+        for leg, model in facts["models"].items()
+    )
+    print(f"index:       {facts['path']} (sharded)")
+    print(f"documents:   {facts['documents']} ({facts['deleted']} deleted)")
+    print(f"shards:      {facts['shards']}")
+    for s, shard in enumerate(facts["per_shard"]):
+        print(
+            f"  shard {s}:   {shard['documents']} documents, {shard['segments']} segment(s), "
+            f"generation {shard['generation']}"
+        )
+    print(f"decided:     transaction {facts['decided_transaction']}")
+    print(f"retrievers:  {', '.join(facts['retrievers'])}")
+    print(f"models:      {models or 'none (BM25 needs no model)'}")
+    print(f"on disk:     {_shown(facts['bytes']['total'])}")
     return 0
 
 

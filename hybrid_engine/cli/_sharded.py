@@ -1,0 +1,98 @@
+"""The command line's door to a sharded index (``distributed.ShardedIndex``, docs/scaling.md):
+``index --shards N`` builds one, ``add`` and ``delete`` change one. Each command runs its
+shards on a Ray cluster: a local one started for the command and stopped after, or a running
+one joined with ``--ray-address``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hybrid_engine.cli._engine import LegOptions
+from hybrid_engine.corpus import Document
+from hybrid_engine.distributed.cluster import ray_module
+from hybrid_engine.distributed.index import ShardedIndex
+from hybrid_engine.distributed.manifest import MANIFEST
+
+
+def add_ray_option(parser: argparse.ArgumentParser) -> None:
+    """``--ray-address``."""
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="with a sharded index: the running Ray cluster to run its shards on (`ray start "
+        "--head` printed it; its RAY_AUTH_TOKEN in the environment); every node must see the "
+        "index directory (default: a local Ray started for this command)",
+    )
+
+
+def is_sharded(path: str | Path) -> bool:
+    """Whether ``path`` holds a sharded index (its ``sharded.json``)."""
+    return (Path(path) / MANIFEST).is_file()
+
+
+@contextmanager
+def ray_session(address: str | None) -> Iterator[None]:
+    """Ray for the ``with`` block: joined at ``address``, or started on this machine (and
+    stopped after); a session this process already holds is used as it is."""
+    ray = ray_module()
+    if ray.is_initialized():
+        yield
+        return
+    ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def build_options(
+    retrievers: Sequence[str], leg_options: LegOptions, model: str | None, variant: str
+) -> dict[str, Any]:
+    """``ShardedIndex.build``'s ``build_options`` of the ``index`` command's choices: the
+    legs, their options, and the bi-encoder each shard loads for a dense leg."""
+    options: dict[str, Any] = {"retrievers": list(retrievers)}
+    for leg, key in (("bm25", "bm25_options"), ("dense", "dense_options")):
+        if leg_options.get(leg):
+            options[key] = dict(leg_options[leg])
+    if "dense" in retrievers:
+        options["encoder"] = {"model": model, "variant": variant}
+    return options
+
+
+def build(
+    corpus: Iterable[Document],
+    output: Path,
+    *,
+    n_shards: int,
+    options: dict[str, Any],
+    address: str | None,
+) -> int:
+    """Build the sharded index at ``output`` (new or an empty directory); returns its
+    documents."""
+    if output.is_dir() and not any(output.iterdir()):
+        output.rmdir()  # ShardedIndex.build writes into a directory that does not exist yet
+    with (
+        ray_session(address),
+        ShardedIndex.build(
+            corpus, output.resolve(), n_shards=n_shards, build_options=options
+        ) as sharded,
+    ):
+        return len(sharded)
+
+
+@contextmanager
+def opened(path: str | Path, address: str | None) -> Iterator[ShardedIndex]:
+    """The sharded index at ``path`` on its shards' actors for the ``with`` block, then
+    closed (its write locks given back)."""
+    with ray_session(address), ShardedIndex.open(Path(path).resolve()) as sharded:
+        yield sharded
+
+
+def summary(done: str, path: str | Path, sharded: ShardedIndex) -> str:
+    """``"<done> -> INDEX: N documents in S shard(s)"``, after the commit."""
+    return f"{done} -> {path}: {len(sharded)} documents in {sharded.n_shards} shard(s)"

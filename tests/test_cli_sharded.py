@@ -1,0 +1,96 @@
+"""``hybrid-engine index --shards N``, ``add``, ``delete`` and ``info`` on a sharded index, run as
+a user runs them (separate processes, each starting its own local Ray): the shards hold
+exactly the documents the commands left, each once, and errors are told in the command
+line's words with nothing changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_process import error_line, ok
+from live_oracle import live_documents
+
+from hybrid_engine import HybridIndex
+
+BASE = [
+    {"_id": f"b{i}", "title": f"Title {i}", "text": f"document {i} about topic {i % 7}"}
+    for i in range(40)
+]
+NEW = [{"_id": f"n{i}", "text": f"new document {i} on subject {i % 5}"} for i in range(12)]
+
+
+def write_jsonl(path: Path, docs: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(doc) + "\n" for doc in docs), encoding="utf-8")
+    return path
+
+
+def shard_texts(root: Path) -> list[dict[str, str]]:
+    """Each shard's live documents (``_id`` to text), read by loading its directory alone."""
+    shards = sorted(p for p in root.iterdir() if p.name.startswith("shard-"))
+    out = []
+    for shard in shards:
+        with HybridIndex.load(shard) as engine:
+            out.append({doc["_id"]: doc["text"] for doc in live_documents(engine)})
+    return out
+
+
+@pytest.mark.slow  # five commands, each starting a local Ray (~6-9 s apiece)
+def test_index_add_delete_and_info_on_a_sharded_index(tmp_path: Path) -> None:
+    base = write_jsonl(tmp_path / "base.jsonl", BASE)
+    new = write_jsonl(tmp_path / "new.jsonl", NEW)
+    root = tmp_path / "sharded"
+    out = ok("index", base, root, "--shards", "3")
+    assert "indexed 40 documents with bm25, dense into 3 shard(s)" in out
+    expected = {doc["_id"]: doc["text"] for doc in BASE}
+    shards = shard_texts(root)
+    assert len(shards) == 3 and all(shards)  # 40 ids hashed over 3 shards: none empty
+    assert sum(len(s) for s in shards) == 40
+    assert {k: v for s in shards for k, v in s.items()} == expected
+
+    out = ok("add", root, new)
+    assert out.strip() == f"added 12 document(s) -> {root}: 52 documents in 3 shard(s)"
+    expected.update({doc["_id"]: doc["text"] for doc in NEW})
+
+    changed = [{"_id": "b3", "text": "replaced text of b3"}]
+    out = ok("add", root, write_jsonl(tmp_path / "changed.jsonl", changed), "--upsert")
+    assert out.startswith("upserted 1 document(s)")
+    expected["b3"] = "replaced text of b3"
+
+    out = ok("delete", root, "b5", "n7", "missing", "--missing-ok")
+    assert out.startswith("deleted 2 document(s) (1 not in the index, skipped)")
+    del expected["b5"], expected["n7"]
+
+    shards = shard_texts(root)
+    assert sum(len(s) for s in shards) == len(expected)  # each document in one shard only
+    assert {k: v for s in shards for k, v in s.items()} == expected
+
+    facts = json.loads(ok("info", root, "--json"))
+    assert facts["shards"] == 3
+    assert facts["documents"] == len(expected)
+    assert facts["retrievers"] == ["bm25", "dense"]
+    assert [s["documents"] for s in facts["per_shard"]] == [len(s) for s in shards]
+
+
+@pytest.mark.slow  # three commands starting a local Ray
+def test_sharded_errors_are_told_in_the_command_lines_words(tmp_path: Path) -> None:
+    base = write_jsonl(tmp_path / "base.jsonl", BASE)
+    root = tmp_path / "sharded"
+    ok("index", base, root, "--shards", "2", "--retrievers", "bm25", "--quiet")
+    before = shard_texts(root)
+
+    line = error_line("add", root, base)
+    assert "is already in the index" in line and "pass --upsert" in line
+    assert str(base) in line
+    line = error_line("delete", root, "b1", "nope")
+    assert "['nope']" in line and "--missing-ok" in line and "nothing was deleted" in line
+    assert shard_texts(root) == before  # nothing committed by either
+
+    line = error_line("index", base, root, "--shards", "2", "--force")
+    assert "--force" in line and "sharded" in line
+    line = error_line("index", base, root, "--shards", "2")
+    assert "exists and is not empty" in line
+    line = error_line("index", base, tmp_path / "other", "--shards", "0")
+    assert "--shards" in line
