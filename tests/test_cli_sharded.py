@@ -9,11 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from cli_process import error_line, ok
 from live_oracle import live_documents
 
 from hybrid_engine import HybridIndex
+from hybrid_engine.evaluation.datasets import load_beir
 
 BASE = [
     {"_id": f"b{i}", "title": f"Title {i}", "text": f"document {i} about topic {i % 7}"}
@@ -94,3 +96,33 @@ def test_sharded_errors_are_told_in_the_command_lines_words(tmp_path: Path) -> N
     assert "exists and is not empty" in line
     line = error_line("index", base, tmp_path / "other", "--shards", "0")
     assert "--shards" in line
+
+
+@pytest.mark.slow  # two indexes built and searched by four commands, two of them on Ray
+def test_sharded_search_answers_as_one_index(shared_data: Path, tmp_path: Path) -> None:
+    dataset = load_beir(shared_data / "beir" / "scifact", split="test")
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", dataset.corpus[:80])
+    queries = list(dataset.queries.values())[:6]
+    # The single index first: the shards read its vectors from the embedding cache (int8
+    # encodings depend a little on their batch, and both sides must search the same vectors).
+    ok("index", corpus, tmp_path / "one", "--quiet")
+    ok("index", corpus, tmp_path / "sharded", "--shards", "3", "--quiet")
+    one = [
+        json.loads(line)
+        for line in ok("search", tmp_path / "one", *queries, "--json").splitlines()
+        if line
+    ]
+    got = [
+        json.loads(line)
+        for line in ok("search", tmp_path / "sharded", *queries, "--json").splitlines()
+        if line
+    ]
+    assert len(got) == len(one) == len(queries)
+    for mine, theirs in zip(got, one, strict=True):
+        assert mine["query"] == theirs["query"]
+        assert [h["id"] for h in mine["hits"]] == [h["id"] for h in theirs["hits"]]
+        np.testing.assert_allclose(
+            [h["score"] for h in mine["hits"]], [h["score"] for h in theirs["hits"]], atol=1e-5
+        )
+    line = error_line("search", tmp_path / "sharded", queries[0], "--facets", "year")
+    assert "--facets" in line and "sharded" in line

@@ -1,7 +1,7 @@
 """The command line's door to a sharded index (``distributed.ShardedIndex``, docs/scaling.md):
-``index --shards N`` builds one, ``add`` and ``delete`` change one. Each command runs its
-shards on a Ray cluster: a local one started for the command and stopped after, or a running
-one joined with ``--ray-address``."""
+``index --shards N`` builds one, ``add`` and ``delete`` change one, ``search`` queries one.
+Each command runs its shards on a Ray cluster: a local one started for the command and
+stopped after, or a running one joined with ``--ray-address``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from hybrid_engine.corpus import Document
 from hybrid_engine.distributed.cluster import ray_module
 from hybrid_engine.distributed.index import ShardedIndex
 from hybrid_engine.distributed.manifest import MANIFEST
+from hybrid_engine.models.cross_encoder import CrossEncoder
 
 
 def add_ray_option(parser: argparse.ArgumentParser) -> None:
@@ -54,13 +55,15 @@ def build_options(
     retrievers: Sequence[str], leg_options: LegOptions, model: str | None, variant: str
 ) -> dict[str, Any]:
     """``ShardedIndex.build``'s ``build_options`` of the ``index`` command's choices: the
-    legs, their options, and the bi-encoder each shard loads for a dense leg."""
+    legs, their options, and for a dense leg the bi-encoder each shard loads and the
+    embedding cache (``$HYBRID_ENGINE_CACHE``), as ``index`` uses it for one index."""
     options: dict[str, Any] = {"retrievers": list(retrievers)}
     for leg, key in (("bm25", "bm25_options"), ("dense", "dense_options")):
         if leg_options.get(leg):
             options[key] = dict(leg_options[leg])
     if "dense" in retrievers:
         options["encoder"] = {"model": model, "variant": variant}
+        options["embedding_cache"] = True  # as `index` builds one index: embedded once
     return options
 
 
@@ -86,10 +89,15 @@ def build(
 
 
 @contextmanager
-def opened(path: str | Path, address: str | None) -> Iterator[ShardedIndex]:
-    """The sharded index at ``path`` on its shards' actors for the ``with`` block, then
-    closed (its write locks given back)."""
-    with ray_session(address), ShardedIndex.open(Path(path).resolve()) as sharded:
+def opened(
+    path: str | Path, address: str | None, reranker: CrossEncoder | None = None
+) -> Iterator[ShardedIndex]:
+    """The sharded index at ``path`` on its shards' actors for the ``with`` block (with the
+    ``reranker`` on this process), then closed (its write locks given back)."""
+    with (
+        ray_session(address),
+        ShardedIndex.open(Path(path).resolve(), reranker=reranker) as sharded,
+    ):
         yield sharded
 
 

@@ -12,7 +12,6 @@ from hybrid_engine.cli import _sharded as sharded
 from hybrid_engine.cli._corpus import add_skip_empty_option, read_documents
 from hybrid_engine.cli._engine import LegOptions, add_variant_option, build_engine
 from hybrid_engine.cli._replace import output_dir
-from hybrid_engine.cli._sharded import add_ray_option
 from hybrid_engine.cli._values import multiple
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.lexical.languages import has_stopwords, language_name
@@ -65,7 +64,7 @@ def add_parser(subparsers: Any) -> None:
         "a hash of their id, each shard a live index built by its own actor; `add` and "
         "`delete` change it as one (default: one index)",
     )
-    add_ray_option(p)
+    sharded.add_ray_option(p)
     bm25 = p.add_argument_group("BM25 leg (default: the engine's)")
     bm25.add_argument("--k1", type=float, default=None)
     bm25.add_argument("--b", type=float, default=None)

@@ -101,10 +101,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     deleted = facts["deleted"]
     pending = f" ({deleted} deleted, their space freed by a merge)" if deleted else ""
-    models = ", ".join(
-        f"{leg} {model.get('name')} ({model.get('variant')})"
-        for leg, model in facts["models"].items()
-    )
+    models = _models(facts["models"])
     sizes = facts["bytes"]
     parts = ", ".join(f"{part} {_shown(size)}" for part, size in sizes.items() if part != "total")
     writer = (
@@ -132,10 +129,7 @@ def _print_sharded(facts: dict[str, Any], as_json: bool) -> int:
     if as_json:
         print(json.dumps(facts, ensure_ascii=False))
         return 0
-    models = ", ".join(
-        f"{leg} {model.get('name')} ({model.get('variant')})"
-        for leg, model in facts["models"].items()
-    )
+    models = _models(facts["models"])
     print(f"index:       {facts['path']} (sharded)")
     print(f"documents:   {facts['documents']} ({facts['deleted']} deleted)")
     print(f"shards:      {facts['shards']}")
@@ -149,6 +143,13 @@ def _print_sharded(facts: dict[str, Any], as_json: bool) -> int:
     print(f"models:      {models or 'none (BM25 needs no model)'}")
     print(f"on disk:     {_shown(facts['bytes']['total'])}")
     return 0
+
+
+def _models(models: dict[str, dict[str, Any]]) -> str:
+    """``"dense all-MiniLM-L6-v2 (int8)"``: each leg's model and variant."""
+    return ", ".join(
+        f"{leg} {model.get('name')} ({model.get('variant')})" for leg, model in models.items()
+    )
 
 
 def _shown(size: int) -> str:

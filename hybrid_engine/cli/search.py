@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from hybrid_engine.cli import _sharded as sharded
 from hybrid_engine.cli._engine import (
     add_degraded_option,
     add_mmap_option,
@@ -29,6 +30,7 @@ from hybrid_engine.cli._values import (
     unit_float,
 )
 from hybrid_engine.metadata import Filter
+from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, METHODS
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
@@ -158,6 +160,7 @@ def add_parser(subparsers: Any) -> None:
     add_mmap_option(p)
     add_degraded_option(p)
     p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    sharded.add_ray_option(p)
     p.set_defaults(func=run)
 
 
@@ -242,6 +245,8 @@ def run(args: argparse.Namespace) -> int:
         cross_encoder = load_reranker(args)  # first: no --reranker or a bad one fails at once
         rerank = RERANK_DEPTH if rerank is None else rerank
     where = parse_filter(args.filter)
+    if sharded.is_sharded(args.index):
+        return run_sharded(args, queries, cross_encoder, rerank, where)
     engine = load_engine(
         args.index,
         variant=args.variant,
@@ -256,16 +261,8 @@ def run(args: argparse.Namespace) -> int:
         result = engine.search(
             [query],
             args.k,
-            fusion=args.fusion,
-            weights=args.weights,
-            depth=args.depth,
-            rerank=rerank,
-            mmr=args.mmr,
-            filter=where,
-            num_threads=args.threads,
+            **shared_options(args, rerank, where),
             budget_ms=args.budget_ms,
-            offset=args.offset,
-            min_score=args.min_score,
             facets=args.facets,
             decay=args.decay,
             expression=args.expression,
@@ -289,4 +286,69 @@ def run(args: argparse.Namespace) -> int:
             )
             if facets is not None:
                 print_facets(facets)
+    return 0
+
+
+def shared_options(
+    args: argparse.Namespace, rerank: int | None, where: Filter | None
+) -> dict[str, Any]:
+    """The ``search`` keywords of the command line that one index and a sharded one share."""
+    return {
+        "fusion": args.fusion,
+        "weights": args.weights,
+        "depth": args.depth,
+        "rerank": rerank,
+        "mmr": args.mmr,
+        "filter": where,
+        "num_threads": args.threads,
+        "offset": args.offset,
+        "min_score": args.min_score,
+    }
+
+
+NOT_SHARDED = (
+    ("budget_ms", "--budget-ms"),
+    ("facets", "--facets"),
+    ("decay", "--decay"),
+    ("expression", "--expression"),
+    ("highlight", "--highlight"),
+    ("explain", "--explain"),
+    ("variant", "--variant"),
+    ("mmap", "--mmap"),
+    ("allow_degraded", "--allow-degraded"),
+)
+"""The options ``search`` has for one index and not yet for a sharded one (its ``search``
+lacks them: issue 30's one contract), by ``args`` attribute."""
+
+
+def run_sharded(
+    args: argparse.Namespace,
+    queries: list[str],
+    cross_encoder: CrossEncoder | None,
+    rerank: int | None,
+    where: Filter | None,
+) -> int:
+    """``search`` on a sharded index: each query over every shard, printed as for one index,
+    with the shards that did not answer named."""
+    given = [flag for name, flag in NOT_SHARDED if getattr(args, name) not in (None, False)]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)}: not available on a sharded index yet; leave them out, or "
+            "search one index"
+        )
+    with sharded.opened(args.index, args.ray_address, cross_encoder) as index:
+        for query in queries:
+            result = index.search([query], args.k, **shared_options(args, rerank, where))
+            hits = result.hits()[0]
+            if args.json:
+                print(hits_json(query, hits, result.timings))
+            else:
+                print_hits(
+                    query, hits, result.timings, filtered=where is not None, offset=args.offset
+                )
+            if result.missing_shards:
+                print(
+                    f"missing shard(s) {result.missing_shards}: these hits are from the others",
+                    file=sys.stderr,
+                )
     return 0
