@@ -5,11 +5,10 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-T = TypeVar("T")
 R = TypeVar("R")
 
 _lock = threading.Lock()
@@ -53,26 +52,23 @@ def run_split(n: int, threads: int, work: Callable[[int, int], None]) -> None:
         future.result()
 
 
-def across_parts(n_parts: int, n_queries: int, num_threads: int | None) -> tuple[int, int | None]:
-    """How a batch of ``n_queries`` searched part by part (an engine's segments) spends
-    ``num_threads`` (None: every core): ``(parts searched at once, num_threads of each part's
-    search)``. A batch of fewer queries than threads cannot keep them busy alone (one query
-    runs on one thread), so its parts run side by side, one thread each; a larger batch
-    searches its parts in turn, each over every thread."""
+def map_parts(
+    search: Callable[[int, int | None], R], n_parts: int, n_queries: int, num_threads: int | None
+) -> list[R]:
+    """``[search(part, part_threads) for part in range(n_parts)]``: a batch of ``n_queries``
+    searched part by part (an engine's segments) within ``num_threads`` (None: every core).
+    A batch of fewer queries than threads cannot keep them busy alone (one query runs on one
+    thread), so its parts run side by side on the shared pool, in contiguous slices, each
+    searched with ``part_threads`` 1; a larger batch searches its parts in turn, each with
+    ``part_threads`` ``num_threads``. Re-raises the first error."""
     threads = default_threads() if num_threads is None else num_threads
-    if n_parts > 1 and n_queries < threads:
-        return min(threads, n_parts), 1
-    return 1, num_threads
-
-
-def map_split(work: Callable[[T], R], items: Sequence[T], threads: int) -> list[R]:
-    """``[work(item) for item in items]``, the items in ``threads`` contiguous slices run at
-    once on the shared pool (inline when ``threads == 1``); re-raises the first error."""
-    out: list[R | None] = [None] * len(items)
+    if n_parts <= 1 or n_queries >= threads:
+        return [search(part, num_threads) for part in range(n_parts)]
+    out: list[R | None] = [None] * n_parts
 
     def run(lo: int, hi: int) -> None:
-        for i in range(lo, hi):
-            out[i] = work(items[i])
+        for part in range(lo, hi):
+            out[part] = search(part, 1)
 
-    run_split(len(items), min(threads, len(items)), run)
+    run_split(n_parts, min(threads, n_parts), run)
     return out  # type: ignore[return-value]

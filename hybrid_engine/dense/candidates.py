@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from hybrid_engine._threads import across_parts, map_split
+from hybrid_engine._threads import map_parts
 from hybrid_engine.dense.links import LinkGraph
 from hybrid_engine.results import SearchResult
 
@@ -127,24 +127,23 @@ def search_pooled(
     rescored from one pool: the best of each query over those legs, as many as the largest
     of them rescores alone (``DenseIndex.candidates``). A leg searched exactly (no graph, few
     allowed) answers as ``search`` does. A batch of fewer queries than ``num_threads`` (None:
-    every core) searches the legs side by side (``_threads.across_parts``)."""
-    at_once, threads = across_parts(len(legs), len(queries), num_threads)
+    every core) searches the legs side by side (``_threads.map_parts``)."""
 
-    def walk(leg: tuple[Searchable, np.ndarray | None]) -> Candidates | None:
-        index, allowed = leg
+    def walk(leg: int, threads: int | None) -> Candidates | None:
+        index, allowed = legs[leg]
         return index.candidates(queries, k, num_threads=threads, allowed=allowed)
 
-    walks = map_split(walk, legs, at_once)
+    walks = map_parts(walk, len(legs), len(queries), num_threads)
     walked = [w for w in walks if w is not None]
     if len(walked) > 1:
         walked = pooled(walked, max(w.ids.shape[1] for w in walked))
     rescored = iter(walked)
     chosen = [None if w is None else next(rescored) for w in walks]
 
-    def answer(i: int) -> SearchResult:
-        (index, allowed), candidates = legs[i], chosen[i]
+    def answer(leg: int, threads: int | None) -> SearchResult:
+        (index, allowed), candidates = legs[leg], chosen[leg]
         if candidates is None:
             return index.search(queries, k, num_threads=threads, allowed=allowed)
         return index.rescore(queries, candidates, k, allowed=allowed)
 
-    return map_split(answer, range(len(legs)), at_once)
+    return map_parts(answer, len(legs), len(queries), num_threads)

@@ -258,10 +258,8 @@ class DenseIndex(DenseGrowth):
             Queries that are neither texts nor a numeric array, a mix of both; encoder output
             that is not a float32 array; ``allowed`` that is not a numpy bool array.
         """
-        k = hits_width(check_k(k), self.num_documents)
+        k, allowed = self._checked_search(k, allowed)
         threads = check_threads(num_threads)
-        if allowed is not None:
-            allowed = check_allowed(allowed, self.num_documents)
         if is_text_batch(queries):
             encoder = self._require_encoder("search text queries")
             matrix, rows, n_queries = encode_queries(encoder, queries, self.dim, self.metric)
@@ -269,8 +267,7 @@ class DenseIndex(DenseGrowth):
             return found.scattered(rows, n_queries)
         if isinstance(queries, Sequence) and len(queries) == 0:
             return SearchResult.empty(0, k)
-        matrix = _vectors.prepare(queries, "query vectors", self.metric, self.dim)
-        return self._store.search(matrix, k, exact, threads, allowed)
+        return self._store.search(self._query_matrix(queries), k, exact, threads, allowed)
 
     def candidates(
         self,
@@ -285,12 +282,9 @@ class DenseIndex(DenseGrowth):
         ``search`` would be exact (no graph, ``k`` covers the documents, few ``allowed``).
         ``candidates.search_pooled`` uses it to rescore several indexes' candidates from one
         pool. Arguments as ``search``, vectors only."""
-        k = hits_width(check_k(k), self.num_documents)
+        k, allowed = self._checked_search(k, allowed)
         threads = check_threads(num_threads)
-        if allowed is not None:
-            allowed = check_allowed(allowed, self.num_documents)
-        matrix = _vectors.prepare(queries, "query vectors", self.metric, self.dim)
-        return self._store.walk(matrix, k, threads, allowed)
+        return self._store.walk(self._query_matrix(queries), k, threads, allowed)
 
     def rescore(
         self,
@@ -303,11 +297,19 @@ class DenseIndex(DenseGrowth):
         """The second half of a graph search: the top ``k`` of each query's ``candidates``
         (from ``candidates`` with the same queries and ``allowed``, or a part of them) by
         exact score, as ``search`` returns them."""
+        k, allowed = self._checked_search(k, allowed)
+        return self._store.rescore(self._query_matrix(queries), candidates, k, allowed)
+
+    def _checked_search(self, k: int, allowed: np.ndarray | None) -> tuple[int, np.ndarray | None]:
+        """``k`` (checked, at most the documents) and ``allowed`` (checked) of a search."""
         k = hits_width(check_k(k), self.num_documents)
         if allowed is not None:
             allowed = check_allowed(allowed, self.num_documents)
-        matrix = _vectors.prepare(queries, "query vectors", self.metric, self.dim)
-        return self._store.rescore(matrix, candidates, k, allowed)
+        return k, allowed
+
+    def _query_matrix(self, queries: Any) -> np.ndarray:
+        """Query vectors prepared for the store (float32, unit rows under cosine)."""
+        return _vectors.prepare(queries, "query vectors", self.metric, self.dim)
 
     # -- persistence --------------------------------------------------------------------------
 

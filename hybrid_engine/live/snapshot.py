@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from hybrid_engine._threads import across_parts, map_split
+from hybrid_engine._threads import map_parts
 from hybrid_engine.corpus import DocIds
 from hybrid_engine.dense.candidates import search_pooled
 from hybrid_engine.dense.index import DenseIndex, joined_exact
@@ -375,12 +375,12 @@ class Snapshot:
         k = hits_width(k, self.num_live)
         if k == 0:
             return SearchResult.empty(len(queries), 0)
-        at_once, threads = across_parts(len(self._bm25), len(queries), num_threads)
 
-        def search(i: int) -> SearchResult:
-            return self._bm25[i].search(queries, k, num_threads=threads, allowed=allowed[i])
+        def search(s: int, threads: int | None) -> SearchResult:
+            return self._bm25[s].search(queries, k, num_threads=threads, allowed=allowed[s])
 
-        return self._merged(map_split(search, range(len(self._bm25)), at_once), len(queries), k)
+        parts = map_parts(search, len(self._bm25), len(queries), num_threads)
+        return self._merged(parts, len(queries), k)
 
     def search_dense(
         self, vectors: np.ndarray, k: int, num_threads: int | None, allowed: Masks
@@ -442,14 +442,14 @@ class Snapshot:
         if k == 0:
             return SearchResult.empty(len(vectors.offsets) - 1, 0)
         n_queries = len(vectors.offsets) - 1
-        at_once, threads = across_parts(len(self.segments), n_queries, num_threads)
 
-        def search(i: int) -> SearchResult:
-            splade = self.segments[i].splade
+        def search(s: int, threads: int | None) -> SearchResult:
+            splade = self.segments[s].splade
             assert splade is not None
-            return splade.search(vectors, k, num_threads=threads, allowed=allowed[i])
+            return splade.search(vectors, k, num_threads=threads, allowed=allowed[s])
 
-        return self._merged(map_split(search, range(len(self.segments)), at_once), n_queries, k)
+        parts = map_parts(search, len(self.segments), n_queries, num_threads)
+        return self._merged(parts, n_queries, k)
 
     def _merged(self, parts: list[SearchResult], n_queries: int, k: int) -> SearchResult:
         if not parts:
