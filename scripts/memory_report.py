@@ -18,13 +18,16 @@ parts) after the load and after the queries, less the baseline before the load, 
 file-backed pages attributed to components by file (``/proc/self/smaps``). ``--skip`` starts
 at a later query (one no earlier run read rows for, so the page cache does not favour it);
 ``--search-threads`` is ``search``'s ``num_threads`` (None: every core); each stage's p50/p95
-comes from the results' ``timings``.
+comes from the results' ``timings``. ``--ef-search E`` measures the engine as if built with
+``dense_options={"ef_search": E}``: each segment's ``DenseIndex.ef_search`` set after the load
+(the walk's list size is a search setting, saved in the manifest; the graphs do not depend
+on it).
 
 ``reads --index I``: random rows read from the index's vectors files by position, asked for
 first (``posix_fadvise``) or one after the other (``dense/vector_file.py``).
 
 ``recall --index I --derived N``: the dense leg's recall@10 of the engine built with
-``build --derived N`` against the derived corpus's exact top 10.
+``build --derived N`` against the derived corpus's exact top 10 (``--ef-search`` as above).
 
     PYTHONPATH=. python scripts/memory_report.py build --index runs/scale-index
     PYTHONPATH=. python scripts/memory_report.py measure --index runs/scale-index --json m.json
@@ -211,13 +214,21 @@ def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _segments_recall(index: Path, corpus: Any) -> float:
+def _set_ef_search(engine: Any, ef_search: int | None) -> None:
+    """Each segment's dense leg walking with lists of ``ef_search`` (None: as saved)."""
+    if ef_search is not None:
+        for segment in engine._snapshot.segments:
+            segment.dense.ef_search = ef_search
+
+
+def _segments_recall(index: Path, corpus: Any, ef_search: int | None = None) -> float:
     """recall@10 of the dense leg of the engine at ``index`` (loaded ``mmap="cold"``; its
     segments hold the corpus's rows in order, so a position is a row) against the corpus's
     exact float32 top 10."""
     from hybrid_engine import HybridIndex
 
     with HybridIndex.load(index, mmap="cold") as engine:
+        _set_ef_search(engine, ef_search)
         snapshot = engine._snapshot
         queries = corpus.queries[corpus.gt_queries]
         found = snapshot.search_dense(queries, 10, None, [None] * len(snapshot.segments)).ids
@@ -293,6 +304,7 @@ def measure_one(args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     engine = HybridIndex.load(args.index, encoder=encoder, mmap=mode, num_threads=1)
     load_s = time.perf_counter() - start
+    _set_ef_search(engine, args.ef_search)
     loaded = memory()
     mapped_after_load = mapped_bytes(args.index)
     n = len(engine)
@@ -328,6 +340,7 @@ def measure_one(args: argparse.Namespace) -> dict[str, Any]:
         "hybrid_p50_ms": round(float(np.percentile(times, 50)), 2),
         "hybrid_p95_ms": round(float(np.percentile(times, 95)), 2),
         "search_threads": args.search_threads,
+        "ef_search": args.ef_search,
         "stage_p50_p95_ms": {
             stage: _percentiles([t.get(stage, 0.0) for t in stages])
             for stage in ("bm25", "dense", "fusion")
@@ -408,6 +421,7 @@ def main() -> None:
     m.add_argument(
         "--search-threads", type=int, default=None, help="num_threads of search (None: all)"
     )
+    m.add_argument("--ef-search", type=int, help="each segment's walk list (default: as saved)")
     d = sub.add_parser("reads", help="random rows read from a cold index's vectors files")
     d.add_argument("--index", type=Path, required=True)
     d.add_argument("--rows", type=int, default=256)
@@ -416,6 +430,7 @@ def main() -> None:
     r = sub.add_parser("recall", help="the dense leg's recall@10 of a --derived index")
     r.add_argument("--index", type=Path, required=True)
     r.add_argument("--derived", type=int, required=True, metavar="N")
+    r.add_argument("--ef-search", type=int, help="each segment's walk list (default: as saved)")
     args = parser.parse_args()
     if args.step == "build":
         print(json.dumps(build(args)))
@@ -428,7 +443,11 @@ def main() -> None:
 
         print(
             json.dumps(
-                {"dense_recall@10": round(_segments_recall(args.index, derived(args.derived)), 4)}
+                {
+                    "dense_recall@10": round(
+                        _segments_recall(args.index, derived(args.derived), args.ef_search), 4
+                    )
+                }
             )
         )
         return
@@ -440,7 +459,8 @@ def main() -> None:
         done = subprocess.run(
             [sys.executable, __file__, "measure", "--index", str(args.index), "--mode", mode,
              "--queries", str(args.queries), "--skip", str(args.skip),
-             *(["--search-threads", str(args.search_threads)] if args.search_threads else [])],
+             *(["--search-threads", str(args.search_threads)] if args.search_threads else []),
+             *(["--ef-search", str(args.ef_search)] if args.ef_search else [])],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
         rows.append(json.loads(done.stdout.splitlines()[-1]))

@@ -110,11 +110,8 @@ def _docs(lo: int, hi: int) -> list[dict[str, str]]:
     return [{"_id": f"d{i}", "text": f"document {i}"} for i in range(lo, hi)]
 
 
-@pytest.mark.parametrize("quantization", ["int8", "binary"])
-def test_an_engine_of_graph_segments_reads_one_pool_of_vectors_per_query(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quantization: str
-) -> None:
-    encoder = RandomVectorEncoder()
+def _saved_engine(path: Path, encoder: RandomVectorEncoder, quantization: str) -> None:
+    """An engine of three graph segments (400 documents each) saved at ``path``."""
     engine = HybridIndex.build(
         _docs(0, 400),
         retrievers=("bm25", "dense"),
@@ -124,8 +121,16 @@ def test_an_engine_of_graph_segments_reads_one_pool_of_vectors_per_query(
     for lo in (400, 800):
         engine.add(_docs(lo, lo + 400))
         engine.commit()
-    engine.save(tmp_path / "engine")
+    engine.save(path)
     engine.close()
+
+
+@pytest.mark.parametrize("quantization", ["int8", "binary"])
+def test_an_engine_of_graph_segments_reads_one_pool_of_vectors_per_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quantization: str
+) -> None:
+    encoder = RandomVectorEncoder()
+    _saved_engine(tmp_path / "engine", encoder, quantization)
     read: list[int] = []
     take = VectorFile.take
 
@@ -153,3 +158,35 @@ def test_an_engine_of_graph_segments_reads_one_pool_of_vectors_per_query(
             truth = np.argsort(-exact, kind="stable")[:K]
             recalls.append(len(set(ids.tolist()) & set(truth.tolist())) / K)
         assert np.mean(recalls) >= 0.95
+
+
+def test_every_segments_rows_are_asked_for_before_any_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    encoder = RandomVectorEncoder()
+    _saved_engine(tmp_path / "engine", encoder, "int8")
+    events: list[tuple[str, int, tuple[int, ...]]] = []
+    advise, take = VectorFile.advise, VectorFile.take
+
+    def advised(self: VectorFile, rows: np.ndarray) -> None:
+        events.append(("advise", id(self), tuple(rows.tolist())))
+        advise(self, rows)
+
+    def taken(self: VectorFile, rows: np.ndarray) -> np.ndarray:
+        events.append(("take", id(self), tuple(rows.tolist())))
+        return take(self, rows)
+
+    monkeypatch.setattr(VectorFile, "advise", advised)
+    monkeypatch.setattr(VectorFile, "take", taken)
+    with HybridIndex.load(tmp_path / "engine", encoder=encoder, mmap="cold") as cold:
+        snapshot = cold._state.snapshot
+        for query in QUERIES[:10]:
+            events.clear()
+            found = snapshot.search_dense(query[None, :], K, 1, snapshot.allowed(None))
+            takes = [(file, rows) for kind, file, rows in events if kind == "take"]
+            first_take = next(i for i, event in enumerate(events) if event[0] == "take")
+            # Each file's rows were asked for, exactly those it then read, before any read.
+            asked = {(file, rows) for kind, file, rows in events[:first_take] if kind == "advise"}
+            assert set(takes) <= asked and len(takes) >= 1
+            assert K <= sum(len(rows) for _, rows in takes) <= 3 * K  # one pool
+            assert (found.ids[0] >= 0).all()

@@ -33,6 +33,8 @@ class Searchable(Protocol):
         self, queries: Any, k: int = ..., *, num_threads: int | None, allowed: np.ndarray | None
     ) -> Candidates | None: ...
 
+    def prefetch(self, candidates: Candidates) -> None: ...
+
     def rescore(
         self, queries: Any, candidates: Candidates, k: int = ..., *, allowed: np.ndarray | None
     ) -> SearchResult: ...
@@ -125,9 +127,10 @@ def search_pooled(
     """Each leg's top ``k`` of the query vectors ``queries`` under its ``allowed`` mask (as
     ``DenseIndex.search``), the candidates of the legs searched through their graphs
     rescored from one pool: the best of each query over those legs, as many as the largest
-    of them rescores alone (``DenseIndex.candidates``). A leg searched exactly (no graph, few
-    allowed) answers as ``search`` does. A batch of fewer queries than ``num_threads`` (None:
-    every core) searches the legs side by side (``_threads.map_parts``)."""
+    of them rescores alone (``DenseIndex.candidates``), their vectors asked of the disk all
+    at once (``DenseIndex.prefetch``). A leg searched exactly (no graph, few allowed) answers
+    as ``search`` does. A batch of fewer queries than ``num_threads`` (None: every core)
+    searches the legs side by side (``_threads.map_parts``)."""
 
     def walk(leg: int, threads: int | None) -> Candidates | None:
         index, allowed = legs[leg]
@@ -139,6 +142,9 @@ def search_pooled(
         walked = pooled(walked, max(w.ids.shape[1] for w in walked))
     rescored = iter(walked)
     chosen = [None if w is None else next(rescored) for w in walks]
+    for (index, _), candidates in zip(legs, chosen, strict=True):
+        if candidates is not None:  # every leg's reads in flight before any is waited for
+            index.prefetch(candidates)
 
     def answer(leg: int, threads: int | None) -> SearchResult:
         (index, allowed), candidates = legs[leg], chosen[leg]

@@ -286,6 +286,12 @@ class DenseIndex(DenseGrowth):
         threads = check_threads(num_threads)
         return self._store.walk(self._query_matrix(queries), k, threads, allowed)
 
+    def prefetch(self, candidates: Candidates) -> None:
+        """Ask the disk for the vectors that ``rescore`` of ``candidates`` will read, when
+        they are read from their file (``load(mmap="cold")``); ``candidates.search_pooled``
+        asks for those of every index before rescoring any."""
+        self._store.prefetch(candidates)
+
     def rescore(
         self,
         queries: Any,

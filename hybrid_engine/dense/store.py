@@ -146,6 +146,12 @@ class VectorStore:
         size = self._params.candidates(k, n, self._ef_search)
         return Candidates.walked(graph, matrix, size, threads)
 
+    def prefetch(self, candidates: Candidates) -> None:
+        """Ask the disk for the vectors ``rescore`` will read for ``candidates`` (when they
+        are read from the file), so that reads of several stores go on at once."""
+        if self._file is not None:
+            self._file.advise(np.unique(candidates.ids[candidates.ids >= 0]))
+
     def rescore(
         self,
         matrix: np.ndarray,

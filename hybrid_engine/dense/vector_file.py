@@ -36,9 +36,21 @@ class VectorFile:
         self._offset, self._shape, self._shown_as = offset, shape, shown_as
         self._row_bytes = 4 * shape[1]
 
+    def advise(self, rows: np.ndarray) -> None:
+        """Tell the kernel the rows at the sorted positions ``rows`` (int64) will be read, in
+        runs of consecutive positions, so that it reads them from disk concurrently where
+        reads one after the other would wait for each in turn (at 256 runs of a cold file, 4x
+        faster here: docs/memory.md). Nothing where the platform cannot be told."""
+        if not _ADVISE or len(rows) == 0:
+            return
+        row_bytes = self._row_bytes
+        for start, stop in zip(*_runs(rows), strict=True):
+            offset = self._offset + int(rows[start]) * row_bytes
+            os.posix_fadvise(self._fd, offset, (stop - start) * row_bytes, _WILLNEED)
+
     def take(self, rows: np.ndarray) -> np.ndarray:
-        """float32 ``(len(rows), dim)``: the rows at the positions ``rows`` (int64, in
-        ``[0, n)``), read in runs of consecutive positions.
+        """float32 ``(len(rows), dim)``: the rows at the sorted positions ``rows`` (int64, in
+        ``[0, n)``), read in runs of consecutive positions, all asked for first (``advise``).
 
         Raises
         ------
@@ -50,19 +62,12 @@ class VectorFile:
             return out
         view = out.data.cast("B")
         row_bytes = self._row_bytes
-        # Runs of consecutive positions: [starts[r], stops[r]) of ``rows``.
-        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-        starts = np.concatenate(([0], breaks)).tolist()
-        stops = np.concatenate((breaks, [len(rows)])).tolist()
-        at = [self._offset + int(rows[start]) * row_bytes for start in starts]
-        if len(starts) > 1 and _ADVISE:
-            # Ask for every run first: the kernel then reads them from disk concurrently,
-            # where reads one after the other would wait for each in turn (at 256 runs of a
-            # cold file, 4x faster here: docs/memory.md).
-            for start, stop, offset in zip(starts, stops, at, strict=True):
-                os.posix_fadvise(self._fd, offset, (stop - start) * row_bytes, _WILLNEED)
-        for start, stop, offset in zip(starts, stops, at, strict=True):
+        starts, stops = _runs(rows)
+        if len(starts) > 1:
+            self.advise(rows)
+        for start, stop in zip(starts, stops, strict=True):
             size = (stop - start) * row_bytes
+            offset = self._offset + int(rows[start]) * row_bytes
             got = os.preadv(self._fd, [view[start * row_bytes : start * row_bytes + size]], offset)
             if got != size:
                 raise IndexFormatError(
@@ -70,3 +75,11 @@ class VectorFile:
                     "is corrupt, rebuild it"
                 )
         return out
+
+
+def _runs(rows: np.ndarray) -> tuple[list[int], list[int]]:
+    """The runs of consecutive positions of sorted ``rows``: ``rows[starts[r]:stops[r]]``."""
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts = np.concatenate(([0], breaks)).tolist()
+    stops = np.concatenate((breaks, [len(rows)])).tolist()
+    return starts, stops
