@@ -88,3 +88,30 @@ def rescore(vectors, queries, candidates, out):
             for d in range(dim):
                 acc += np.float64(vectors[row, d]) * np.float64(queries[q, d])
             out[q, j] = np.float32(acc)
+
+
+@numba.njit(cache=True, nogil=True)
+def rescore_top_k(vectors, queries, candidates, ids_out, scores_out):
+    """``rescore``, then each query's candidates ranked by exact score, then position, the
+    best written into the outs: what ``knn.top_k`` returns, in one call.
+
+    Parameters
+    ----------
+    vectors, queries, candidates
+        As in ``rescore``; a query's candidates are distinct.
+    ids_out, scores_out : numpy.ndarray
+        int64 and float32, ``(n_queries, k)``, already holding the padding (-1, -inf): the
+        first ``min(k, c)`` columns are overwritten (-1 candidates stay padding: they score
+        -inf and rank last).
+    """
+    n_queries, c = candidates.shape
+    scores = np.empty((n_queries, c), dtype=np.float32)
+    rescore(vectors, queries, candidates, scores)
+    width = min(ids_out.shape[1], c)
+    for q in range(n_queries):
+        # Stable sorts: by position, then by descending score, so ties keep position order.
+        by_position = np.argsort(candidates[q], kind="mergesort")
+        ranked = by_position[np.argsort(-scores[q][by_position], kind="mergesort")]
+        for r in range(width):
+            ids_out[q, r] = candidates[q, ranked[r]]
+            scores_out[q, r] = scores[q, ranked[r]]

@@ -261,6 +261,7 @@ def search_links(
                     visited[neighbour] = mark
                     batch[fresh] = neighbour
                     fresh += 1
+                    _prefetch(links0[neighbour], 0)  # its links, read if it is expanded
             # The distances first, apart from the heaps, their loads started early: they overlap.
             _distances(
                 kind, batch, fresh, floats, bytes_, bits, factors, query, plane, qpar, batch_keys

@@ -43,12 +43,7 @@ def top_k(
         int64 and float32, ``(n_queries, k)``, already holding the padding (-1, -inf): the first
         ``min(k, c)`` columns are overwritten.
     """
-    scores = np.empty(candidates.shape, dtype=np.float32)
-    kernels.rescore(vectors, queries, candidates, scores)
-    # -1 candidates score -inf, so they sort last and stay padding.
-    order = np.lexsort((candidates, -scores), axis=1)[:, : ids_out.shape[1]]
-    ids_out[:, : order.shape[1]] = np.take_along_axis(candidates, order, axis=1)
-    scores_out[:, : order.shape[1]] = np.take_along_axis(scores, order, axis=1)
+    kernels.rescore_top_k(vectors, queries, candidates, ids_out, scores_out)
 
 
 def top_k_taken(

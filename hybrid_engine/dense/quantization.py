@@ -23,6 +23,7 @@ Codes only rank candidates: every returned score is the exact float32 one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -115,8 +116,14 @@ class Codes:
         binary: ``<q, m>``; None: 0."""
         if self.kind is None:
             return np.zeros(len(queries))
+        return queries.astype(np.float64) @ self._query_offset
+
+    @cached_property
+    def _query_offset(self) -> np.ndarray:
+        """float64 ``(dim,)``: the vector ``query_constants`` takes the queries' products
+        with."""
         offset = self.first + np.float32(128) * self.second if self.kind == "int8" else self.first
-        return queries.astype(np.float64) @ offset.astype(np.float64)
+        return offset.astype(np.float64)
 
     def query_planes(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The queries quantized for binary codes: uint64 bit planes ``(n_queries,
