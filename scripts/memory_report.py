@@ -350,11 +350,10 @@ def measure_one(args: argparse.Namespace) -> dict[str, Any]:
 
 def reads(args: argparse.Namespace) -> dict[str, Any]:
     """p50/p95 ms of reading ``--rows`` random rows of one segment's vectors file by position
-    (``VectorFile.take``), the rows asked for first (``posix_fadvise``) and not, alternating
+    (``VectorFile.take``), the rows asked for first (``VectorFile.advise``) and not, alternating
     per draw, over ``--draws`` draws cycling through the segments (fresh random rows each:
     mostly cold on a corpus larger than the page cache)."""
     from hybrid_engine import HybridIndex
-    from hybrid_engine.dense import vector_file
 
     rng = np.random.default_rng(args.seed)
     times: dict[str, list[float]] = {"advised": [], "one by one": []}
@@ -367,8 +366,9 @@ def reads(args: argparse.Namespace) -> dict[str, Any]:
             assert file is not None
             rows = np.sort(rng.choice(len(dense), args.rows, replace=False))
             way = "advised" if draw % 2 == 0 else "one by one"
-            vector_file._ADVISE = way == "advised"
             start = time.perf_counter()
+            if way == "advised":
+                file.advise(rows)
             file.take(rows)
             times[way].append((time.perf_counter() - start) * 1000)
     return {way: _percentiles(t) for way, t in times.items()} | {"rows": args.rows}

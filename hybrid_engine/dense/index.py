@@ -302,7 +302,7 @@ class DenseIndex(DenseGrowth):
     ) -> SearchResult:
         """The second half of a graph search: the top ``k`` of each query's ``candidates``
         (from ``candidates`` with the same queries and ``allowed``, or a part of them) by
-        exact score, as ``search`` returns them."""
+        exact score, as ``search`` returns them; ``prefetch`` them first."""
         k, allowed = self._checked_search(k, allowed)
         return self._store.rescore(self._query_matrix(queries), candidates, k, allowed)
 

@@ -119,6 +119,7 @@ class VectorStore:
         walked = None if exact else self.walk(matrix, k, threads, allowed)
         if walked is None:
             return self.exact(matrix, k, allowed)
+        self.prefetch(walked)
         return self.rescore(matrix, walked, k, allowed)
 
     def walk(
@@ -160,8 +161,8 @@ class VectorStore:
         allowed: np.ndarray | None = None,
     ) -> SearchResult:
         """The top ``k`` of each query's ``candidates`` by exact score, their vectors read
-        from the file when there is one; the candidates' exact rows searched exactly (under
-        ``allowed``)."""
+        from the file when there is one (asked for first by ``prefetch``); the candidates'
+        exact rows searched exactly (under ``allowed``)."""
         out = SearchResult.empty(len(matrix), k)
         if self._file is not None:
             _knn.top_k_taken(self._file.take, matrix, candidates.ids, out.ids, out.scores)

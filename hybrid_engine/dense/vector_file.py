@@ -50,7 +50,8 @@ class VectorFile:
 
     def take(self, rows: np.ndarray) -> np.ndarray:
         """float32 ``(len(rows), dim)``: the rows at the sorted positions ``rows`` (int64, in
-        ``[0, n)``), read in runs of consecutive positions, all asked for first (``advise``).
+        ``[0, n)``), read in runs of consecutive positions, one after the other (``advise``
+        them first, so that the disk serves them at once).
 
         Raises
         ------
@@ -62,10 +63,7 @@ class VectorFile:
             return out
         view = out.data.cast("B")
         row_bytes = self._row_bytes
-        starts, stops = _runs(rows)
-        if len(starts) > 1:
-            self.advise(rows)
-        for start, stop in zip(starts, stops, strict=True):
+        for start, stop in zip(*_runs(rows), strict=True):
             size = (stop - start) * row_bytes
             offset = self._offset + int(rows[start]) * row_bytes
             got = os.preadv(self._fd, [view[start * row_bytes : start * row_bytes + size]], offset)
