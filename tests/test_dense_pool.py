@@ -188,5 +188,7 @@ def test_every_segments_rows_are_asked_for_before_any_is_read(
             # Each file's rows were asked for, exactly those it then read, before any read.
             asked = {(file, rows) for kind, file, rows in events[:first_take] if kind == "advise"}
             assert set(takes) <= asked and len(takes) >= 1
+            advised_rows = [(file, rows) for kind, file, rows in events if kind == "advise"]
+            assert len(advised_rows) == len(asked)  # asked for once, not again when read
             assert K <= sum(len(rows) for _, rows in takes) <= 3 * K  # one pool
             assert (found.ids[0] >= 0).all()
