@@ -154,6 +154,29 @@ def test_synthetic_matches_oracle(
         assert_row_invariants(result, len(SYNTH))
 
 
+@pytest.mark.parametrize("n", [0, 5, 16, 47, 1000])
+@pytest.mark.parametrize("masked", [False, True])
+def test_collect_range_appends_what_numpy_selects(n: int, masked: bool) -> None:
+    """``collect_range`` (tested a block at a time) appends exactly the allowed entries
+    above the bound, in position order, after those already collected: numpy's selection."""
+    rng = np.random.default_rng(n)
+    acc = np.where(rng.random(n) < 0.1, rng.random(n), 0.0)  # mostly untouched documents
+    base, count = 7, 3
+    allowed = rng.random(base + n) < 0.5 if masked else None
+    for bound in (0.0, 0.5, 0.95):
+        docs = np.full(count + n + 1, -9, dtype=np.int32)
+        scores = np.zeros(count + n + 1, dtype=np.float32)
+        end = topk.collect_range(acc, n, base, bound, docs, scores, count, allowed)
+        keep = acc > bound
+        if allowed is not None:
+            keep &= allowed[base:]
+        expected = np.flatnonzero(keep)
+        assert end == count + len(expected)
+        np.testing.assert_array_equal(docs[count:end], base + expected)
+        np.testing.assert_array_equal(scores[count:end], acc[expected].astype(np.float32))
+        assert (docs[:count] == -9).all()
+
+
 def test_paths_give_identical_rows(monkeypatch) -> None:
     index = BM25Index.build(SYNTH, cache_impacts=False)
     for k in K_PATHS:

@@ -97,23 +97,43 @@ def scan_small(acc, n, base, k, buf_scores, buf_docs, size, allowed):
     return size
 
 
-@numba.njit(cache=True, nogil=True)
-def collect_range(acc, n, base, bound, hit_docs, hit_scores, count, allowed):
-    """Append the entries of ``acc[:n]`` above ``bound`` (>= 0) of allowed documents as
-    (document ``base + i``, float32 score) after the first ``count`` of
-    ``hit_docs``/``hit_scores``; returns the new count. Branch-free: both arrays need one
-    spare entry."""
+_BLOCK = 16
+"""Entries ``collect_range`` tests at once: a block with none above the bound is passed over."""
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _append_above(acc, start, stop, base, bound, hit_docs, hit_scores, count, allowed):
+    """``collect_range`` over ``acc[start:stop]``, branch-free."""
     if allowed is None:
-        for i in range(n):
+        for i in range(start, stop):
             hit_docs[count] = base + i
             hit_scores[count] = acc[i]
             count += acc[i] > bound
     else:
-        for i in range(n):
+        for i in range(start, stop):
             hit_docs[count] = base + i
             hit_scores[count] = acc[i]
             count += (acc[i] > bound) & allowed[base + i]
     return count
+
+
+@numba.njit(cache=True, nogil=True)
+def collect_range(acc, n, base, bound, hit_docs, hit_scores, count, allowed):
+    """Append the entries of ``acc[:n]`` above ``bound`` (>= 0) of allowed documents as
+    (document ``base + i``, float32 score) after the first ``count`` of
+    ``hit_docs``/``hit_scores``; returns the new count. Block by block: one vectorized test
+    of a block's entries against ``bound`` (once it rises, most blocks hold none), then
+    branch-free appends in the blocks that do; both arrays need one spare entry."""
+    full = n - n % _BLOCK
+    for start in range(0, full, _BLOCK):
+        above = False
+        for i in range(start, start + _BLOCK):  # a constant trip count: vectorized
+            above |= acc[i] > bound
+        if above:
+            count = _append_above(
+                acc, start, start + _BLOCK, base, bound, hit_docs, hit_scores, count, allowed
+            )
+    return _append_above(acc, full, n, base, bound, hit_docs, hit_scores, count, allowed)
 
 
 _RADIX_BITS = 11
