@@ -37,11 +37,13 @@ BUILD_THREADS = 2
 Setting = dict[str, int]
 """``{"ef": ...}`` or ``{"ef": ..., "oversample": ...}``."""
 
-FLOAT_EFS = (32, 64, 128, 256, 512)
+FLOAT_EFS = (32, 64, 128, 192, 256, 512)
 RESCORE_SETTINGS = tuple(
     {"ef": ef, "oversample": os_} for ef, os_ in ((64, 2), (128, 2), (256, 2), (256, 4))
 )
-BINARY_SETTINGS = tuple({"ef": max(256, 10 * os_), "oversample": os_} for os_ in (4, 8, 16, 32, 64))
+BINARY_SETTINGS = tuple(
+    {"ef": max(256, 10 * os_), "oversample": os_} for os_ in (4, 8, 16, 20, 32, 64)
+)
 """Sign bits of MiniLM vectors need many candidates: at 254k real vectors, oversample 16 gives
 recall@10 0.94-0.95 and 32 gives 0.97 (docs/quantization.md), so the sweep goes to 64."""
 
@@ -395,13 +397,14 @@ PEERS: dict[str, Callable[[np.ndarray], Side | list[Side]]] = {
     "usearch_i8": usearch_i8,
     "usearch_b1": usearch_b1,
 }
-OURS = (None, "int8", "binary")
+OURS = {"ours_f32": None, "ours_int8": "int8", "ours_binary": "binary"}
+"""The engine's sides by name, to their quantization; ``ours`` names them all."""
 
 
 def build_sides(
     vectors: np.ndarray, names: list[str] | None = None, keep_dir: Path | None = None
 ) -> list[Side]:
-    """Every side (or those of ``names``: a key of ``PEERS``, or ``ours``) built over
+    """Every side (or those of ``names``: a key of ``PEERS`` or ``OURS``, or ``ours``) built over
     ``vectors`` (float32, unit rows), with ``index_bytes`` measured by saving each once (into
     ``keep_dir``, kept, when given)."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -410,7 +413,9 @@ def build_sides(
         folder = keep_dir or Path(tmp)
         for name in names or [*PEERS, "ours"]:
             if name == "ours":
-                built: Side | list[Side] = [ours(vectors, q) for q in OURS]
+                built: Side | list[Side] = [ours(vectors, q) for q in OURS.values()]
+            elif name in OURS:
+                built = ours(vectors, OURS[name])
             else:
                 built = PEERS[name](vectors)
             for side in built if isinstance(built, list) else [built]:

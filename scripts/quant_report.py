@@ -21,6 +21,7 @@ same way, and reports that apart
 
     PYTHONPATH=. python scripts/quant_report.py --n-docs 253928 --json runs/quant-254k.json
     PYTHONPATH=. python scripts/quant_report.py --n-docs 1000000 --sides hnswlib_f32 usearch_b1
+    PYTHONPATH=. python scripts/quant_report.py --n-docs 1000000 --sides ours_binary ours_int8
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from dense_oracle import assert_rows_well_formed, clustered, knn, knn_float64, r
 from index_dirs import copy_index, rewrite
 
 from hybrid_engine import DenseIndex, IndexFormatError
-from hybrid_engine.dense import _link_kernels
+from hybrid_engine.dense import _prefetch
 from hybrid_engine.dense.links import LinkGraph
 
 N, DIM = 3000, 24
@@ -72,18 +72,18 @@ def test_same_candidates_as_hnswlib_on_the_same_graph() -> None:
 )
 @pytest.mark.parametrize("shift", [0, 8, 40, 63])
 def test_the_walk_asks_for_every_cache_line_of_a_code(monkeypatch, dtype, length, shift) -> None:
-    """``_prefetch_row`` starts a load in each 64-byte line a code spans, wherever it starts
+    """``prefetch_row`` starts a load in each 64-byte line a code spans, wherever it starts
     (int8 and float32 vectors, binary words): the walk must not wait on the lines the CPU's
     own prefetcher leaves out."""
     asked: list[int] = []
     monkeypatch.setattr(
-        _link_kernels, "_prefetch", lambda row, i: asked.append(row.ctypes.data + i * row.itemsize)
+        _prefetch, "prefetch", lambda row, i: asked.append(row.ctypes.data + i * row.itemsize)
     )
     size = np.dtype(dtype).itemsize
     buffer = np.zeros(length * size + 128, dtype=np.uint8)
     start = (-buffer.ctypes.data) % 64 + shift - shift % size  # aligned to the item, not a line
     row = buffer[start : start + length * size].view(dtype)
-    _link_kernels._prefetch_row.py_func(row)
+    _prefetch.prefetch_row.py_func(row)
     first, last = row.ctypes.data, row.ctypes.data + row.nbytes - 1
     assert all(first <= a <= last for a in asked)
     assert {a // 64 for a in asked} == set(range(first // 64, last // 64 + 1))

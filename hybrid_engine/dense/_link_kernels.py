@@ -15,55 +15,10 @@ then a beam of ``ef`` at level 0; the distance is ``-similarity`` of the codes.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
 
-
-def _prefetch_codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-    """LLVM ``prefetch`` (read, high locality) of ``array[index]``'s cache line."""
-    array_type = signature.args[0]
-    array = context.make_array(array_type)(context, builder, args[0])
-    pointer = cgutils.get_item_pointer(context, builder, array_type, array, [args[1]])
-    byte_pointer = ir.IntType(8).as_pointer()
-    i32 = ir.IntType(32)
-    function = cgutils.get_or_insert_function(
-        builder.module,
-        ir.FunctionType(ir.VoidType(), [byte_pointer, i32, i32, i32]),
-        "llvm.prefetch.p0i8",
-    )
-    builder.call(function, [builder.bitcast(pointer, byte_pointer), i32(0), i32(3), i32(1)])
-    return context.get_dummy_value()
-
-
-if numba.config.DISABLE_JIT:
-
-    def _prefetch(array: np.ndarray, index: int) -> None:
-        """Nothing to do without the JIT (see the compiled version)."""
-
-else:
-
-    @intrinsic
-    def _prefetch(typingctx, array, index):
-        """Ask the CPU to start loading ``array[index]`` (no bounds check needed: a prefetch
-        never faults). As hnswlib does, it hides the memory latency of a graph walk."""
-        return types.void(array, index), _prefetch_codegen
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _prefetch_row(row):
-    """Ask for every cache line of the contiguous ``row``: the CPU's own prefetcher fetches a
-    line or two, and the 384 bytes of an int8 code span six or seven (all of them: 0.89 ->
-    0.49 ms a walk of list 256 on the 254k int8 graph, docs/memory.md)."""
-    step = max(1, 64 // row.itemsize)
-    for i in range(0, row.shape[0], step):
-        _prefetch(row, i)
-    _prefetch(row, row.shape[0] - 1)  # a row that starts inside a line ends in one more
+from hybrid_engine.dense._prefetch import prefetch, prefetch_row
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -143,11 +98,11 @@ def _distances(kind, nodes, count, floats, bytes_, bits, factors, q, planes, qpa
     distance."""
     for i in range(count):
         if kind == 0:
-            _prefetch_row(floats[nodes[i]])
+            prefetch_row(floats[nodes[i]])
         elif kind == 1:
-            _prefetch_row(bytes_[nodes[i]])
+            prefetch_row(bytes_[nodes[i]])
         else:
-            _prefetch_row(bits[nodes[i]])
+            prefetch_row(bits[nodes[i]])
     for i in range(count):
         node = nodes[i]
         if kind == 0:
@@ -273,7 +228,7 @@ def search_links(
                     visited[neighbour] = mark
                     batch[fresh] = neighbour
                     fresh += 1
-                    _prefetch(links0[neighbour], 0)  # its links, read if it is expanded
+                    prefetch(links0[neighbour], 0)  # its links, read if it is expanded
             # The distances first, apart from the heaps, their loads started early: they overlap.
             _distances(
                 kind, batch, fresh, floats, bytes_, bits, factors, query, plane, qpar, batch_keys
