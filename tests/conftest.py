@@ -8,9 +8,10 @@
 """
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -300,19 +301,24 @@ def splade_encoder(splade_path: Path):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def serve():  # type: ignore[no-untyped-def]
-    """``serve_process.Serve``, with every process it started killed at the end, however the
-    test ended."""
-    from serve_process import Serve
+    """``serve_process.Serve``, with every process it started stopped at the end, however the
+    test ended: SIGTERM first (a sharded index's serve then stops the local Ray it started),
+    killed if it has not ended within ``STOP_TIMEOUT_S``."""
+    from serve_process import STOP_TIMEOUT_S, Serve
 
     started: list[Serve] = []
 
     class Tracked(Serve):
-        def __init__(self, *args: str, api_key: str | None = None) -> None:
-            super().__init__(*args, api_key=api_key)
+        def __init__(self, *args: str, **options: Any) -> None:
+            super().__init__(*args, **options)
             started.append(self)
 
     yield Tracked
     for server in started:
         if server.process.poll() is None:
-            server.process.kill()
-            server.process.wait()
+            server.process.terminate()
+            try:
+                server.process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                server.process.kill()
+                server.process.wait()

@@ -27,9 +27,13 @@ SERVING = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+) ")
 
 class Serve:
     """A ``hybrid-engine serve`` process (``api_key``: the one it reads from its environment,
-    none by default); its stderr is read by a thread into ``lines``."""
+    none by default; ``start_timeout_s``: how long it has to answer); its stderr is read by a
+    thread into ``lines``."""
 
-    def __init__(self, *args: str, api_key: str | None = None) -> None:
+    def __init__(
+        self, *args: str, api_key: str | None = None, start_timeout_s: float = START_TIMEOUT_S
+    ) -> None:
+        self.start_timeout_s = start_timeout_s
         env = {**os.environ, "PYTHONPATH": str(Path(hybrid_engine.__file__).parents[1])}
         env.pop("HYBRID_ENGINE_API_KEY", None)
         if api_key is not None:
@@ -52,7 +56,7 @@ class Serve:
 
     def url(self) -> str:
         """The base URL, once serve has said it and ``/health`` answers."""
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + self.start_timeout_s
         port = None
         while port is None:
             found = [m for m in map(SERVING.search, list(self.lines)) if m]

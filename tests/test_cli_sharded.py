@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 from cli_process import error_line, ok
-from live_oracle import live_documents
+from sharded_dirs import shard_texts, write_jsonl
 
-from hybrid_engine import HybridIndex
 from hybrid_engine.evaluation.datasets import load_beir
 
 BASE = [
@@ -22,21 +20,6 @@ BASE = [
     for i in range(40)
 ]
 NEW = [{"_id": f"n{i}", "text": f"new document {i} on subject {i % 5}"} for i in range(12)]
-
-
-def write_jsonl(path: Path, docs: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(doc) + "\n" for doc in docs), encoding="utf-8")
-    return path
-
-
-def shard_texts(root: Path) -> list[dict[str, str]]:
-    """Each shard's live documents (``_id`` to text), read by loading its directory alone."""
-    shards = sorted(p for p in root.iterdir() if p.name.startswith("shard-"))
-    out = []
-    for shard in shards:
-        with HybridIndex.load(shard) as engine:
-            out.append({doc["_id"]: doc["text"] for doc in live_documents(engine)})
-    return out
 
 
 @pytest.mark.slow  # five commands, each starting a local Ray (~6-9 s apiece)

@@ -15,8 +15,11 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from hybrid_engine.cli import _sharded as sharded
 from hybrid_engine.cli._engine import (
     add_degraded_option,
     add_mmap_option,
@@ -26,6 +29,7 @@ from hybrid_engine.cli._engine import (
     mmap_mode,
     reranker,
 )
+from hybrid_engine.distributed.index import ShardedIndex
 from hybrid_engine.pipeline.engine import HybridIndex
 
 if TYPE_CHECKING:
@@ -42,7 +46,9 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "serve", help="serve a live index over HTTP (search, documents, commit, metrics)"
     )
-    p.add_argument("index", help="live index directory (`hybrid-engine index` or save)")
+    p.add_argument(
+        "index", help="live or sharded index directory (`hybrid-engine index [--shards N]`)"
+    )
     p.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: %(default)s, local only)"
     )
@@ -83,12 +89,57 @@ def add_parser(subparsers: Any) -> None:
     )
     add_mmap_option(p)
     add_degraded_option(p)
+    sharded.add_ray_option(p)
     p.set_defaults(func=run)
 
 
+NOT_SHARDED = (
+    ("variant", "--variant"),
+    ("threads", "--threads"),
+    ("mmap", "--mmap"),
+    ("allow_degraded", "--allow-degraded"),
+)
+"""The options ``serve`` has for one index and not for a sharded one (its shards load as it
+was built), by ``args`` attribute."""
+
+
+@contextmanager
+def served(args: argparse.Namespace) -> Iterator[HybridIndex | ShardedIndex]:
+    """The index ``serve`` serves, loaded (one index: its write lock taken) or opened on its
+    shards' actors (a sharded index: a local Ray, or ``--ray-address``'s), with the reranker
+    of ``--reranker``; closed after the ``with`` block.
+
+    Raises
+    ------
+    ValueError
+        An option a sharded index does not take (``NOT_SHARDED``), named.
+    """
+    cross_encoder = reranker(args) if args.reranker is not None else None
+    if sharded.is_sharded(args.index):
+        given = [flag for name, flag in NOT_SHARDED if getattr(args, name) not in (None, False)]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)}: not available with a sharded index (its shards load as "
+                "it was built); leave them out"
+            )
+        with sharded.opened(args.index, args.ray_address, cross_encoder) as index:
+            yield index
+        return
+    engine = load_engine(
+        args.index,
+        variant=args.variant,
+        num_threads=args.threads,
+        mmap=mmap_mode(args),
+        allow_degraded=args.allow_degraded,
+    )
+    with engine:
+        yield engine if cross_encoder is None else engine.with_reranker(cross_encoder)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Bind the port, load the index (it takes the write lock) and serve it until SIGINT or
-    SIGTERM; then commit or drop the staged changes (``settle_staged``).
+    """Bind the port, load the index (it takes the write lock; a sharded one is opened on
+    its shards' actors: ``served``) and serve it until SIGINT or SIGTERM; then commit or drop
+    the staged changes (``settle_staged``).
 
     The API key, when wanted, is read from ``$HYBRID_ENGINE_API_KEY``.
 
@@ -96,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
     ------
     ValueError
         The ``serve`` extra (fastapi, uvicorn) is not installed, ``--batch-max`` is below 1,
-        ``--port`` is not a port, or the address cannot be bound (``bound_socket``).
+        ``--port`` is not a port, the address cannot be bound (``bound_socket``), or an
+        option a sharded index does not take (``served``).
     """
     try:
         import uvicorn
@@ -117,35 +169,24 @@ def run(args: argparse.Namespace) -> int:
     batching = None
     if args.batch_max > 1:
         batching = BatchPolicy(max_batch=args.batch_max)
-    with bound_socket(args.host, args.port) as sock:
-        cross_encoder = reranker(args) if args.reranker is not None else None
-        engine = load_engine(
-            args.index,
-            variant=args.variant,
-            num_threads=args.threads,
-            mmap=mmap_mode(args),
-            allow_degraded=args.allow_degraded,
+    with bound_socket(args.host, args.port) as sock, served(args) as engine:
+        app = create_app(
+            engine,
+            api_key=os.environ.get(API_KEY_ENV) or None,
+            cors_origins=args.cors_origin,
+            batching=batching,
+            page=not args.no_page,
         )
-        with engine:
-            if cross_encoder is not None:
-                engine = engine.with_reranker(cross_encoder)
-            app = create_app(
-                engine,
-                api_key=os.environ.get(API_KEY_ENV) or None,
-                cors_origins=args.cors_origin,
-                batching=batching,
-                page=not args.no_page,
-            )
-            host, port = sock.getsockname()[:2]
-            host = f"[{host}]" if ":" in host else host  # IPv6, as URLs write it
-            print(
-                f"hybrid-engine serve: serving {args.index} on http://{host}:{port} "
-                "(stop with Ctrl+C or SIGTERM)",
-                file=sys.stderr,
-                flush=True,
-            )
-            serve_until_stopped(uvicorn.Server(uvicorn.Config(app)), sock)
-            settle_staged(engine, commit=args.commit_on_shutdown)
+        host, port = sock.getsockname()[:2]
+        host = f"[{host}]" if ":" in host else host  # IPv6, as URLs write it
+        print(
+            f"hybrid-engine serve: serving {args.index} on http://{host}:{port} "
+            "(stop with Ctrl+C or SIGTERM)",
+            file=sys.stderr,
+            flush=True,
+        )
+        serve_until_stopped(uvicorn.Server(uvicorn.Config(app)), sock)
+        settle_staged(engine, commit=args.commit_on_shutdown)
     return 0
 
 
@@ -217,7 +258,7 @@ def serve_until_stopped(server: uvicorn.Server, sock: socket.socket) -> None:
         signal.signal(signal.SIGTERM, previous)
 
 
-def settle_staged(engine: HybridIndex, *, commit: bool) -> None:
+def settle_staged(engine: HybridIndex | ShardedIndex, *, commit: bool) -> None:
     """At shutdown: commit the changes staged and not committed, or say they are dropped."""
     if not engine.has_staged:
         return

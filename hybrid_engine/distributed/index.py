@@ -10,6 +10,8 @@ candidates once. So its results are those of one ``HybridIndex`` over the same d
 
 from __future__ import annotations
 
+import inspect
+import math
 import shutil
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,16 +31,21 @@ from hybrid_engine.distributed.cluster import (
 )
 from hybrid_engine.distributed.documents import fill_shards
 from hybrid_engine.distributed.manifest import VERSION, ShardedLayout
+from hybrid_engine.distributed.partition import group_by_shard
 from hybrid_engine.distributed.result import ShardedResult
 from hybrid_engine.distributed.search import SearchedShards, ShardedSearch
 from hybrid_engine.distributed.transactions import read_decided
 from hybrid_engine.distributed.writes import ShardWrites
+from hybrid_engine.errors import UnknownIdError
+from hybrid_engine.ids import check_ids
 from hybrid_engine.lexical.analysis import AnalyzerConfig
+from hybrid_engine.live.pending import StagedChanges
 from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.models.splade import SpladeEncoder
+from hybrid_engine.pipeline.asynchronous import in_worker
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.plan import SearchPlan
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
@@ -63,6 +70,7 @@ class ShardedIndex:
         timeout_s: float | None,
     ) -> None:
         """Private: use ``build`` or ``open``."""
+        self._root = root
         self._layout = layout
         self._replicas = replicas
         self._calls = ShardCalls([actors[0] for actors in replicas], None)
@@ -73,6 +81,7 @@ class ShardedIndex:
             replace(layout, version=VERSION).write(root)
         described = self._calls.all("describe")
         self._retrievers: tuple[str, ...] = tuple(described[0]["retrievers"])
+        self._models: dict[str, dict[str, str] | None] = dict(described[0]["models"])
         self._verdict: RerankerVerdict | None = None
         if reranker is not None:
             self._verdict = reranker_verdict(reranker.name, reranker.training)
@@ -216,6 +225,36 @@ class ShardedIndex:
         return self._writes.generation
 
     @property
+    def path(self) -> Path:
+        """The sharded index's directory."""
+        return self._root
+
+    @property
+    def models(self) -> dict[str, dict[str, str] | None]:
+        """The prepared model each model leg of the shards runs (``HybridIndex.models``)."""
+        return dict(self._models)
+
+    @property
+    def reranker(self) -> CrossEncoder | None:
+        """The cross-encoder searches rerank with on the coordinator, if any."""
+        return self._shards.reranker  # type: ignore[return-value]
+
+    @property
+    def num_segments(self) -> int:
+        """Segments of the current coordinated commit, over every shard."""
+        return sum(self._calls.all("segments", self._writes.generation))
+
+    @property
+    def staged(self) -> StagedChanges:
+        """The changes staged on every shard and not committed yet (``HybridIndex.staged``)."""
+        return self._writes.staged()
+
+    @property
+    def has_staged(self) -> bool:
+        """Whether any shard holds staged changes."""
+        return bool(self.staged)
+
+    @property
     def actors(self) -> list[list[Any]]:
         """The Ray actor handles of each shard: its writer, then its read replicas."""
         return [list(actors) for actors in self._replicas]
@@ -252,6 +291,47 @@ class ShardedIndex:
         """Stage deletions by id (``HybridIndex.delete``): an unknown id is an
         ``UnknownIdError`` unless ``missing_ok``, and nothing is staged then."""
         return self._writes.delete(ids, missing_ok=missing_ok)
+
+    def holds(self, ids: Iterable[str | int]) -> list[bool]:
+        """Whether each of ``ids`` will be live after the next commit, as things are staged
+        now (``HybridIndex.holds``)."""
+        return self._writes.holds(ids)
+
+    def rollback(self) -> StagedChanges:
+        """Drop every change staged on every shard since the last commit; what was dropped
+        (``HybridIndex.rollback``)."""
+        return self._writes.rollback()
+
+    def get(self, ids: Iterable[str | int], *, missing_ok: bool = False) -> list[Hit]:
+        """The documents of the current coordinated commit with these ids, in the order of
+        ``ids``, as hits of score NaN (``HybridIndex.get``), each read from its shard.
+
+        Raises
+        ------
+        UnknownIdError
+            An id no live document has (the first one named), unless ``missing_ok``: then
+            it is left out.
+        ShardUnavailableError
+            The shard of an id did not answer.
+        """
+        ids = check_ids(ids)
+        generation = self._writes.generation
+        groups = group_by_shard(ids, self.n_shards)
+        args = [(generation, [ids[i] for i in g]) if g else None for g in groups]
+        found: list[dict[str, Any] | None] = [None] * len(ids)
+        for group, answer in zip(groups, self._calls.each("get", args), strict=True):
+            for i, doc in zip(group, answer or [], strict=True):
+                found[i] = doc
+        hits = []
+        for doc_id, doc in zip(ids, found, strict=True):
+            if doc is not None:
+                hits.append(Hit(doc["id"], math.nan, doc["title"], doc["text"], doc["metadata"]))
+            elif not missing_ok:
+                raise UnknownIdError(
+                    f"document id {doc_id!r} is not in the index (in its last commit); pass "
+                    "missing_ok=True to leave unknown ids out"
+                )
+        return hits
 
     def commit(self) -> None:
         """Commit what every shard staged as one atomic transaction, then make the new
@@ -387,7 +467,37 @@ class ShardedIndex:
             timings,
             sorted(search.missing),
             generation,
+            dict(sorted(search.shard_ms.items())),
         )
+
+    async def asearch(
+        self, queries: str | Sequence[str] | np.ndarray, k: int = 10, **options: Any
+    ) -> ShardedResult:
+        """``search(queries, k, **options)`` in a worker thread, without blocking the event
+        loop (``HybridIndex.asearch``).
+
+        Raises
+        ------
+        ValueError
+            An option of ``HybridIndex.search`` that a sharded index does not have yet
+            (``SEARCH_OPTIONS`` lists those it has), named; or as ``search``.
+        """
+        unknown = [name for name in options if name not in SEARCH_OPTIONS]
+        if unknown:
+            raise ValueError(
+                f"{', '.join(unknown)}: not available on a sharded index yet; leave them out "
+                "(a sharded search takes " + ", ".join(sorted(SEARCH_OPTIONS)) + ")"
+            )
+        return await in_worker(self.search, queries, k, **options)
+
+
+SEARCH_OPTIONS = frozenset(inspect.signature(ShardedIndex.search).parameters) - {
+    "self",
+    "queries",
+    "k",
+}
+"""The keyword options of ``ShardedIndex.search`` (``HybridIndex.search`` has more: issue 30's
+one contract)."""
 
 
 def _query_model(kind: type[Any], record: tuple[str, str, str] | None) -> Any:

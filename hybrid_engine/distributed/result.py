@@ -29,6 +29,14 @@ class ShardedResult:
         the others. Empty when every shard answered.
     generation : int
         The coordinated commit the search ran on.
+    shard_timings : dict of int to float
+        Each shard that answered: the milliseconds of its own search (its legs, as it timed
+        them; ``timings["shards"]`` is the wait for the last one).
+    degraded, skipped : list of str
+        Empty: a sharded search has no optional stage to fail or skip (the accessors of
+        ``HybridResult``, so that code reading one reads the other).
+    facets : None
+        Facet counts are not available on a sharded index yet.
     """
 
     scores: np.ndarray
@@ -36,6 +44,10 @@ class ShardedResult:
     timings: dict[str, float] = field(default_factory=dict)
     missing_shards: list[int] = field(default_factory=list)
     generation: int = 0
+    shard_timings: dict[int, float] = field(default_factory=dict)
+    degraded: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    facets: None = None
 
     def __len__(self) -> int:
         return len(self.hit_lists)

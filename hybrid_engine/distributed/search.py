@@ -72,6 +72,7 @@ class ShardedSearch:
         self.plan = plan
         self.timings = timings
         self.missing: set[int] = set()
+        self.shard_ms: dict[int, float] = {}  # each shard's own search, as it timed it
         self.owner: dict[int, int] = {}
         self.dense_vectors: np.ndarray | None = None
 
@@ -171,9 +172,9 @@ class ShardedSearch:
         for leg in shards.retrievers:
             parts = []
             for shard, answer in enumerate(answers):
-                if answer is None or leg not in answer:
+                if answer is None or leg not in answer[0]:
                     continue
-                ids, scores = answer[leg]
+                ids, scores = answer[0][leg]
                 parts.append(SearchResult(ids, scores))
                 for seq in ids[ids != PAD_ID].tolist():
                     self.owner[seq] = shard
@@ -181,6 +182,7 @@ class ShardedSearch:
                 found[leg] = merge_top_k(parts, [0] * len(parts), plan.width)
         if not found:
             raise ShardUnavailableError("no shard answered the search")
+        self.shard_ms = {s: answer[1] for s, answer in enumerate(answers) if answer is not None}
         self._timed("merge", start)
         return found
 

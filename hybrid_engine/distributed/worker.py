@@ -9,6 +9,7 @@ by that place, as one index over all documents breaks ties by position.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from hybrid_engine.lexical.phrases import stitched
 from hybrid_engine.lexical.statistics import CollectionStats
 from hybrid_engine.live.commits import is_live_index
 from hybrid_engine.live.query_groups import query_groups, search_bm25_groups
-from hybrid_engine.live.snapshot import Snapshot
+from hybrid_engine.live.snapshot import Hit, Snapshot
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.splade import SpladeEncoder
@@ -146,13 +147,15 @@ class ShardWorker:
         return self._incarnation
 
     def describe(self) -> dict[str, Any]:
-        """The shard's retrievers, query encoders (folder, variant, model hash; None without
-        the leg), incarnation and the last place in the collection's order it holds."""
+        """The shard's retrievers, prepared models (``HybridIndex.models``), query encoders
+        (folder, variant, model hash; None without the leg), incarnation and the last place
+        in the collection's order it holds."""
         engine = self._writable()
         splade = engine._state.splade_encoder
         seq = _sequence(engine.pinned()._snapshot)
         return {
             "retrievers": engine.retrievers,
+            "models": engine.models,
             "dense": None if engine.encoder is None else _model_record(engine.encoder),
             "splade": None if splade is None else _model_record(splade),
             "incarnation": self._incarnation,
@@ -204,6 +207,11 @@ class ShardWorker:
     def holds(self, ids: list[str]) -> tuple[list[bool], str]:
         return self._writable().holds(ids), self._incarnation
 
+    def staged(self) -> tuple[tuple[int, int], str]:
+        """(documents to add, committed documents to delete) staged since the last commit."""
+        changes = self._writable().staged
+        return (changes.added, changes.deleted), self._incarnation
+
     def delete(self, ids: list[str], missing_ok: bool) -> tuple[int, str]:
         deleted = self._writable().delete(ids, missing_ok=missing_ok)
         self._changes.append(("delete", ids))
@@ -219,6 +227,13 @@ class ShardWorker:
     def merge(self) -> tuple[int, str]:
         self._writable().merge()
         return self.commit_number(), self._incarnation
+
+    def rollback(self) -> tuple[tuple[int, int], str]:
+        """Drop the staged changes (``HybridIndex.rollback``); (documents to add, to
+        delete) that were dropped."""
+        dropped = self._writable().rollback()
+        self._changes, self._prepared = [], None
+        return (dropped.added, dropped.deleted), self._incarnation
 
     def discard(self) -> None:
         """Drop the staged changes: reopen the last commit."""
@@ -424,10 +439,12 @@ class ShardWorker:
         dense_vectors: np.ndarray | None,
         splade_vectors: SparseVectors | None,
         num_threads: int | None,
-    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], float]:
         """Each leg's top ``width`` (seq ids, scores) of non-blank ``queries`` within
         ``where``: BM25 over the texts, dense over ``dense_vectors``, SPLADE over
-        ``splade_vectors`` (a leg whose input is None is not searched)."""
+        ``splade_vectors`` (a leg whose input is None is not searched); and the milliseconds
+        this shard took."""
+        start = time.perf_counter()
         view = self._view(generation)
         snapshot = view.snapshot
         allowed = snapshot.allowed(None if where is None else Filter.compile(where))
@@ -452,21 +469,28 @@ class ShardWorker:
                     sparse.take(rows), width, num_threads, masks
                 ),
             )
-        return {
+        legs = {
             leg: (np.where(hits.ids == PAD_ID, PAD_ID, view.seq[hits.ids]), hits.scores)
             for leg, hits in found.items()
         }
+        return legs, (time.perf_counter() - start) * 1000
 
     def documents(self, generation: int, seqs: Sequence[int]) -> list[dict[str, Any]]:
         """The documents at ``seqs`` (of this shard) as ``{"id", "title", "text",
         "metadata"}``, metadata without ``SEQ_FIELD``."""
         view = self._view(generation)
-        out = []
-        for position in self._positions(view, seqs):
-            hit = view.snapshot.hit(int(position), 0.0)
-            metadata = {k: v for k, v in hit.metadata.items() if k != SEQ_FIELD}
-            out.append({"id": hit.id, "title": hit.title, "text": hit.text, "metadata": metadata})
-        return out
+        return [_document(view.snapshot.hit(int(p), 0.0)) for p in self._positions(view, seqs)]
+
+    def get(self, generation: int, ids: Sequence[str]) -> list[dict[str, Any] | None]:
+        """The documents of ``generation`` with ``ids`` (of this shard), as ``documents``
+        gives them; None for an id no live document has."""
+        snapshot = self._view(generation).snapshot
+        found = {hit.id: hit for hit in snapshot.get(list(ids), missing_ok=True)}
+        return [None if i not in found else _document(found[i]) for i in ids]
+
+    def segments(self, generation: int) -> int:
+        """Segments of ``generation``'s commit."""
+        return len(self._view(generation).snapshot.segments)
 
     def texts(self, generation: int, seqs: Sequence[int]) -> list[str]:
         """The indexed texts (as a reranker reads them) at ``seqs``."""
@@ -521,3 +545,10 @@ def _sequence(snapshot: Snapshot) -> np.ndarray:
             )
         parts.append(column.numbers.astype(np.int64))
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _document(hit: Hit) -> dict[str, Any]:
+    """A shard's hit as ``{"id", "title", "text", "metadata"}``, metadata without
+    ``SEQ_FIELD``."""
+    metadata = {k: v for k, v in hit.metadata.items() if k != SEQ_FIELD}
+    return {"id": hit.id, "title": hit.title, "text": hit.text, "metadata": metadata}

@@ -28,6 +28,7 @@ from hybrid_engine.distributed.statistics import CollectionCounts
 from hybrid_engine.distributed.transactions import read_decided, write_decided
 from hybrid_engine.errors import DuplicateIdError, UnknownIdError
 from hybrid_engine.ids import check_ids
+from hybrid_engine.live.pending import StagedChanges
 
 APPLY_WAIT_S = 60.0
 """How long a commit waits for a restarting shard to apply a decided transaction."""
@@ -139,6 +140,34 @@ class ShardWrites:
                     )
             args = [([ids[i] for i in g], True) if g else None for g in groups]
             return sum(n for n in self._write("delete", args) if n is not None)
+
+    def holds(self, ids: Iterable[str | int]) -> list[bool]:
+        """Whether each of ``ids`` will be live after the next commit, as staged now
+        (``HybridIndex.holds``), asked of its shard."""
+        ids = check_ids(ids)
+        with self._lock:
+            groups = group_by_shard(ids, self._n)
+            args = [([ids[i] for i in g],) if g else None for g in groups]
+            answers = self._write("holds", args, staging=False)
+        out = [False] * len(ids)
+        for group, answer in zip(groups, answers, strict=True):
+            for i, live in zip(group, answer or [], strict=True):
+                out[i] = live
+        return out
+
+    def staged(self) -> StagedChanges:
+        """The changes every shard staged since the last commit, added up."""
+        with self._lock:
+            counts = self._write("staged", [()] * self._n, staging=False)
+        return StagedChanges(sum(c[0] for c in counts), sum(c[1] for c in counts))
+
+    def rollback(self) -> StagedChanges:
+        """Drop every shard's staged changes (``HybridIndex.rollback`` on each); what was
+        dropped."""
+        with self._lock:
+            counts = self._write("rollback", [()] * self._n, staging=False)
+            self._staged = False
+        return StagedChanges(sum(c[0] for c in counts), sum(c[1] for c in counts))
 
     def _held(self, ids: list[str], groups: list[list[int]], *, held: bool) -> list[str]:
         """The ids of ``ids`` (grouped by shard) that their shard does (``held``) or does not

@@ -45,7 +45,7 @@ def workers() -> ThreadPoolExecutor:
         return _workers
 
 
-async def _in_worker(call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+async def in_worker(call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
     """``call(*args, **kwargs)`` awaited in one of ``workers()``."""
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(workers(), functools.partial(call, *args, **kwargs))
@@ -88,25 +88,25 @@ class AsyncEngine:
 
     async def asearch(self: _Engine, queries: Any, k: int = 10, **options: Any) -> HybridResult:
         """``search(queries, k, **options)`` without blocking the event loop."""
-        return await _in_worker(self.search, queries, k, **options)
+        return await in_worker(self.search, queries, k, **options)
 
     async def aget(
         self: _Engine, ids: Iterable[str | int], *, missing_ok: bool = False
     ) -> list[Hit]:
         """``get(ids, missing_ok=...)`` without blocking the event loop."""
-        return await _in_worker(self.get, ids, missing_ok=missing_ok)
+        return await in_worker(self.get, ids, missing_ok=missing_ok)
 
     async def aadd(self: _Engine, documents: Iterable[Document]) -> list[str]:
         """``add(documents)`` without blocking the event loop."""
-        return await _in_worker(self.add, documents)
+        return await in_worker(self.add, documents)
 
     async def aupsert(self: _Engine, documents: Iterable[Document]) -> list[str]:
         """``upsert(documents)`` without blocking the event loop."""
-        return await _in_worker(self.upsert, documents)
+        return await in_worker(self.upsert, documents)
 
     async def adelete(self: _Engine, ids: Iterable[str | int], *, missing_ok: bool = False) -> int:
         """``delete(ids, missing_ok=...)`` without blocking the event loop."""
-        return await _in_worker(self.delete, ids, missing_ok=missing_ok)
+        return await in_worker(self.delete, ids, missing_ok=missing_ok)
 
     async def acommit(
         self: _Engine,
@@ -116,7 +116,7 @@ class AsyncEngine:
         show_progress: bool = False,
     ) -> None:
         """``commit(...)`` without blocking the event loop."""
-        await _in_worker(
+        await in_worker(
             self.commit,
             embedding_cache=embedding_cache,
             num_threads=num_threads,
@@ -125,4 +125,4 @@ class AsyncEngine:
 
     async def amerge(self: _Engine, *, num_threads: int | None = None) -> None:
         """``merge(num_threads=...)`` without blocking the event loop."""
-        await _in_worker(self.merge, num_threads=num_threads)
+        await in_worker(self.merge, num_threads=num_threads)

@@ -25,6 +25,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.security import APIKeyHeader
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from hybrid_engine.distributed.index import ShardedIndex
 from hybrid_engine.errors import (
     DegradedEngineError,
     DuplicateIdError,
@@ -91,7 +92,7 @@ def engine_errors() -> Iterator[None]:
 
 
 def create_app(
-    engine: HybridIndex,
+    engine: HybridIndex | ShardedIndex,
     *,
     api_key: str | None = None,
     cors_origins: Sequence[str] = (),
@@ -102,9 +103,12 @@ def create_app(
 
     Parameters
     ----------
-    engine : HybridIndex
+    engine : HybridIndex or ShardedIndex
         The live index served; the app stages, deletes and commits through it (commits are
-        durable when it is attached to a directory, ``save``/``load``).
+        durable when it is attached to a directory, ``save``/``load``). A sharded index
+        answers the same endpoints, its searches naming the shards that did not answer
+        (``missing_shards``) and each shard's milliseconds (``shard_timings_ms``); the
+        search options it lacks yet are a 400 naming them.
     api_key : str, optional
         When given, every endpoint but ``GET /health`` needs it in the ``X-API-Key`` header
         (401 otherwise), ``/openapi.json``, ``/docs`` and ``/redoc`` included. None: no key.
@@ -180,6 +184,18 @@ def create_app(
     async def search(texts: list[str], options: Mapping[str, Any]) -> Rows:
         extras = ("highlight", "explain")
         searched = {name: value for name, value in options.items() if name not in extras}
+        if isinstance(engine, ShardedIndex):
+            # It has neither yet: asked for, they are named in its refusal.
+            searched.update((name, True) for name in extras if options.get(name))
+            sharded = await engine.asearch(texts, **searched)
+            metrics.observe_stages(sharded.timings, len(texts))
+            metrics.observe_shards(sharded.missing_shards, sharded.shard_timings)
+            return Rows(
+                sharded.hits(),
+                dict(sharded.timings),
+                missing_shards=list(sharded.missing_shards),
+                shard_timings=dict(sharded.shard_timings),
+            )
         result = await engine.asearch(texts, **searched)
         metrics.observe_stages(result.timings, len(texts), result.degraded, result.skipped)
         return Rows(
@@ -221,12 +237,17 @@ def create_app(
                 texts, answer.hits, facets, marks, ranks, strict=True
             )
         ]
+        shard_timings = None
+        if answer.shard_timings is not None:
+            shard_timings = {str(shard): ms for shard, ms in answer.shard_timings.items()}
         return SearchResponse(
             results=results,
             timings_ms=answer.timings,
             batch_size=answer.batch_size,
             degraded=answer.degraded,
             skipped=answer.skipped,
+            missing_shards=answer.missing_shards,
+            shard_timings_ms=shard_timings,
         )
 
     async def write(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -31,7 +31,8 @@ class Rows:
     """One engine call's answer: per query its hits and, when asked, its facet counts, each
     hit's highlighted snippet and each hit's ranks in the legs; and the call's stage timings
     in milliseconds and the stages it left out: failed (``degraded``) and skipped for its
-    budget (``skipped``)."""
+    budget (``skipped``); from a sharded index, the shards that did not answer and each
+    one's milliseconds (``ShardedResult``)."""
 
     hits: list[list[Hit]]
     timings: dict[str, float]
@@ -40,6 +41,8 @@ class Rows:
     facets: list[Facets] | None = None
     highlights: list[list[str]] | None = None
     legs: list[list[LegRanks]] | None = None
+    missing_shards: list[int] | None = None
+    shard_timings: dict[int, float] | None = None
 
 
 Search = Callable[[list[str], Mapping[str, Any]], Awaitable[Rows]]
@@ -97,6 +100,8 @@ class BatchedResult:
         Each hit's highlighted snippet (``HybridResult.highlights``), or None.
     legs : list of list of dict or None
         Each hit's rank and score in each leg (``HybridResult.explain``), or None.
+    missing_shards, shard_timings : list of int, dict of int to float, or None
+        A sharded index's: the shards that did not answer, each shard's milliseconds.
     """
 
     hits: list[list[Hit]]
@@ -107,6 +112,8 @@ class BatchedResult:
     facets: list[Facets] | None = None
     highlights: list[list[str]] | None = None
     legs: list[list[LegRanks]] | None = None
+    missing_shards: list[int] | None = None
+    shard_timings: dict[int, float] | None = None
 
     @classmethod
     def share(cls, rows: Rows, start: int, stop: int) -> BatchedResult:
@@ -124,6 +131,8 @@ class BatchedResult:
             mine(rows.facets),
             mine(rows.highlights),
             mine(rows.legs),
+            rows.missing_shards,
+            rows.shard_timings,
         )
 
 

@@ -1,6 +1,7 @@
 """The server's Prometheus metrics, in a registry of its own (one per app, so two apps in a
 process never share counts): requests and their latency per endpoint, the engine's stage
-timings, the searches served without a stage, and the live documents."""
+timings, the searches served without a stage or a shard, each shard's time, and the live
+documents."""
 
 from __future__ import annotations
 
@@ -65,6 +66,20 @@ class ServerMetrics:
             ("stage",),
             registry=self.registry,
         )
+        self.missing_shards = Counter(
+            "hybrid_engine_search_missing_shards",
+            "Searches of a sharded index answered without a shard (ShardedResult."
+            "missing_shards), by shard.",
+            ("shard",),
+            registry=self.registry,
+        )
+        self.shard_seconds = Histogram(
+            "hybrid_engine_shard_seconds",
+            "Seconds of each shard's own search (ShardedResult.shard_timings), by shard.",
+            ("shard",),
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self.documents = Gauge(
             "hybrid_engine_documents",
             "Live documents of the last commit.",
@@ -92,6 +107,14 @@ class ServerMetrics:
             self.degraded.labels(stage=stage).inc()
         for stage in skipped:
             self.skipped.labels(stage=stage).inc()
+
+    def observe_shards(self, missing: Sequence[int], timings_ms: Mapping[int, float]) -> None:
+        """One search of a sharded index: the shards that did not answer, and each answering
+        shard's milliseconds."""
+        for shard in missing:
+            self.missing_shards.labels(shard=str(shard)).inc()
+        for shard, ms in timings_ms.items():
+            self.shard_seconds.labels(shard=str(shard)).observe(ms / 1000.0)
 
     def exposition(self) -> bytes:
         """The Prometheus text format of every instrument."""

@@ -193,13 +193,19 @@ class SearchResponse(BaseModel):
     engine search that answered them (``HybridResult.timings``), how many queries that search
     answered (more than the request's when concurrent requests were batched), and the stages
     it left out: ``degraded``, those that failed (``HybridResult.degraded``), and ``skipped``,
-    those that would have overrun ``budget_ms`` (``HybridResult.skipped``)."""
+    those that would have overrun ``budget_ms`` (``HybridResult.skipped``). Served from a
+    sharded index (else absent): ``missing_shards``, the shards that did not answer (the hits
+    are the others'), and ``shard_timings_ms``, each answering shard's own milliseconds."""
 
     results: list[QueryResult]
     timings_ms: dict[str, float]
     batch_size: int
     degraded: list[str] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
+    missing_shards: list[int] | None = Field(default=None, exclude_if=lambda value: value is None)
+    shard_timings_ms: dict[str, float] | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
 
 
 class DocumentIn(BaseModel):

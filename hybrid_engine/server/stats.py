@@ -3,14 +3,16 @@ much room it takes there."""
 
 from __future__ import annotations
 
+from hybrid_engine.distributed.index import ShardedIndex
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.server.schemas import StagedCounts, StatsResponse
 from hybrid_engine.storage.usage import disk_bytes
 
 
-def index_stats(engine: HybridIndex) -> StatsResponse:
+def index_stats(engine: HybridIndex | ShardedIndex) -> StatsResponse:
     """The ``GET /stats`` answer for ``engine`` (walks its directory: run it off the event
-    loop)."""
+    loop); of a sharded index, its segments over every shard and the coordinated commit's
+    number, its directory holding every shard's."""
     models: dict[str, dict[str, str] | None] = dict(engine.models)
     reranker = engine.reranker
     if reranker is not None:

@@ -1,0 +1,159 @@
+"""``hybrid-engine serve`` over a sharded index, as a user runs it: a real process that starts
+its own local Ray and opens the shards on it. Its searches answer as one ``HybridIndex`` over
+the same documents (ids and scores, loaded here), name the shards that answered and their
+times, and the writes, reads, errors, metrics and the stop signal behave as over one index;
+what the shards hold afterwards is read from their directories."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from cli_process import error_line, ok
+from sharded_dirs import shard_texts, write_jsonl
+
+from hybrid_engine import HybridIndex
+from hybrid_engine.evaluation.datasets import load_beir
+
+httpx = pytest.importorskip("httpx", reason="the serve extra is not installed")
+pytest.importorskip("uvicorn", reason="the serve extra is not installed")
+schemathesis = pytest.importorskip("schemathesis", reason="the dev extra is not installed")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
+SHARDS = 4
+SCHEMA_EXAMPLES = 10
+"""Generated cases per operation and mode (``test_server_schema`` runs 60 over one index)."""
+SHARDED_START_S = 300.0
+"""Seconds serve has to start Ray and the shards' actors (each loading its shard and the
+bi-encoder) and answer: about 60 s on a busy 2-core machine."""
+
+
+def hit_rows(answer: dict[str, Any]) -> list[tuple[str, float]]:
+    """(id, score) of each hit of a one-query ``POST /search`` answer."""
+    (result,) = answer["results"]
+    return [(hit["id"], hit["score"]) for hit in result["hits"]]
+
+
+@pytest.mark.slow  # two indexes built by the CLI (one on Ray), then a server on Ray
+def test_serve_answers_over_a_sharded_index_as_over_one_index(
+    shared_data: Path, tmp_path: Path, serve: Any
+) -> None:
+    dataset = load_beir(shared_data / "beir" / "scifact", split="test")
+    docs = dataset.corpus[:80]
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", docs)
+    queries = list(dataset.queries.values())[:5]
+    # The single index first: the shards read its vectors from the embedding cache.
+    ok("index", corpus, tmp_path / "one", "--quiet")
+    root = tmp_path / "sharded"
+    ok("index", corpus, root, "--shards", str(SHARDS), "--quiet")
+    with HybridIndex.load(tmp_path / "one") as one:
+        expected = [[(h.id, h.score) for h in one.search([q], 10).hits()[0]] for q in queries]
+
+    server = serve(str(root), "--port", "0", start_timeout_s=SHARDED_START_S)
+    # The first search compiles the shards' kernels, a commit encodes: slow on a busy machine.
+    http = httpx.Client(base_url=server.url(), timeout=120.0)
+    health = http.get("/health").json()
+    assert health["documents"] == len(docs) and health["retrievers"] == ["bm25", "dense"]
+    assert health["segments"] == SHARDS  # one segment a shard, each built in one commit
+    for query, rows in zip(queries, expected, strict=True):
+        answer = http.post("/search", json={"query": query, "k": 10}).json()
+        got = hit_rows(answer)
+        assert [i for i, _ in got] == [i for i, _ in rows]
+        np.testing.assert_allclose([s for _, s in got], [s for _, s in rows], atol=1e-5)
+        assert answer["missing_shards"] == []
+        assert sorted(answer["shard_timings_ms"]) == [str(s) for s in range(SHARDS)]
+        assert all(ms > 0 for ms in answer["shard_timings_ms"].values())
+
+    # A search option a sharded index lacks is a 400 naming it, as a typo'd option is not.
+    for option in ({"facets": ["year"]}, {"highlight": True}, {"budget_ms": 50.0}):
+        refused = http.post("/search", json={"query": queries[0], **option})
+        assert refused.status_code == 400, refused.text
+        (name,) = option
+        assert name in refused.json()["detail"] and "sharded" in refused.json()["detail"]
+
+    new = [{"_id": f"new{i}", "text": f"an added note about protein folding {i}"} for i in range(4)]
+    staged = http.post("/documents", json={"documents": new[:2]}).json()
+    assert staged == {"staged": 2, "ids": ["new0", "new1"]}
+    assert http.get("/health").json()["staged"] == {"added": 2, "deleted": 0}
+    dropped = http.post("/rollback").json()
+    assert dropped == {"dropped": {"added": 2, "deleted": 0}}
+    assert http.get("/health").json()["staged"] == {"added": 0, "deleted": 0}
+
+    assert http.post("/documents", json={"documents": new}).json()["staged"] == 4
+    gone = [docs[0]["_id"], docs[1]["_id"]]
+    deleted = http.request(
+        "DELETE", "/documents", json={"ids": [*gone, "no-such-id"], "missing_ok": True}
+    ).json()
+    assert deleted == {"staged": 2, "ids": gone}
+    duplicate = http.post("/documents", json={"documents": new[:1]})
+    assert duplicate.status_code == 409 and "new0" in duplicate.json()["detail"]
+    unknown = http.request("DELETE", "/documents", json={"ids": ["no-such-id"]})
+    assert unknown.status_code == 404 and "no-such-id" in unknown.json()["detail"]
+    # Staged changes are not seen before the commit.
+    assert http.get("/documents/new3").status_code == 404
+    committed = http.post("/commit").json()
+    assert committed["documents"] == len(docs) + len(new) - len(gone)
+
+    got = http.get("/documents/new3").json()
+    assert got == {"_id": "new3", "title": "", "text": new[3]["text"], "metadata": {}}
+    assert http.get(f"/documents/{gone[0]}").status_code == 404
+    top = hit_rows(http.post("/search", json={"query": "protein folding note"}).json())
+    assert {i for i, _ in top} >= {d["_id"] for d in new}
+
+    stats = http.get("/stats").json()
+    assert stats["documents"] == committed["documents"] and stats["path"] == str(root)
+    assert stats["disk_bytes"] > 0 and stats["models"]["dense"]["variant"] == "int8"
+    metrics = http.get("/metrics").text
+    for shard in range(SHARDS):
+        assert f'hybrid_engine_shard_seconds_count{{shard="{shard}"}}' in metrics
+
+    http.close()
+    server.process.send_signal(signal.SIGTERM)
+    assert server.wait() == 0, server.stderr()
+    assert "Traceback" not in server.stderr() and "warning" not in server.stderr()
+    held = {k: v for shard in shard_texts(root) for k, v in shard.items()}
+    wanted = {d["_id"]: d["text"] for d in docs if d["_id"] not in gone}
+    wanted.update({d["_id"]: d["text"] for d in new})
+    assert held == wanted
+
+
+@pytest.mark.slow  # one sharded index built on Ray
+def test_serve_refuses_the_options_a_sharded_index_does_not_take(tmp_path: Path) -> None:
+    docs = [{"_id": f"d{i}", "text": f"note {i}"} for i in range(6)]
+    root = tmp_path / "sharded"
+    corpus = write_jsonl(tmp_path / "c.jsonl", docs)
+    ok("index", corpus, root, "--shards", "2", "--quiet", "--retrievers", "bm25")
+    line = error_line("serve", root, "--port", "0", "--mmap", "--threads", "2")
+    assert "--threads" in line and "--mmap" in line and "sharded" in line
+
+
+@pytest.mark.slow  # a sharded index built on Ray, served, then SCHEMA_EXAMPLES cases a mode
+def test_serve_over_a_sharded_index_conforms_to_the_schema_of_one_index(
+    tmp_path: Path, serve: Any
+) -> None:
+    """The operations and schema of ``test_server_schema`` (one index), served over a sharded
+    one: the same OpenAPI document, and generated requests answered as it declares."""
+    from test_server_schema import APP, EXCLUDED, OPERATIONS
+
+    docs = [{"_id": f"d{i}", "text": f"note {i} about topic {i % 5}"} for i in range(30)]
+    root = tmp_path / "sharded"
+    ok("index", write_jsonl(tmp_path / "c.jsonl", docs), root, "--shards", str(SHARDS), "--quiet")
+    url = serve(str(root), "--port", "0", start_timeout_s=SHARDED_START_S).url()
+    assert httpx.get(f"{url}/openapi.json").json() == APP.openapi()
+    for label in sorted(OPERATIONS):
+        operation = OPERATIONS[label]
+        for mode in schemathesis.GenerationMode:
+            if mode is not schemathesis.GenerationMode.POSITIVE and not operation.body:
+                continue
+
+            @given(case=operation.as_strategy(mode))
+            @settings(
+                max_examples=SCHEMA_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck)
+            )
+            def check(case: Any) -> None:
+                case.call_and_validate(base_url=url, excluded_checks=EXCLUDED, timeout=120)
+
+            check()
