@@ -173,3 +173,15 @@ def load_engine(
             f"{exc} (the {variant} bi-encoder was loaded: leave --variant out to use the one "
             "the index recorded)"
         ) from None
+
+
+def load_searched(args: argparse.Namespace) -> HybridIndex:
+    """``load_engine`` of ``args.index`` with the loading options ``search`` and ``serve``
+    share: ``--variant``, ``--threads``, ``--mmap`` and ``--allow-degraded``."""
+    return load_engine(
+        args.index,
+        variant=args.variant,
+        num_threads=args.threads,
+        mmap=mmap_mode(args),
+        allow_degraded=args.allow_degraded,
+    )

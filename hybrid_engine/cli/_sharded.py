@@ -36,6 +36,14 @@ def is_sharded(path: str | Path) -> bool:
     return (Path(path) / MANIFEST).is_file()
 
 
+def refuse_options(args: argparse.Namespace, options: Sequence[tuple[str, str]], why: str) -> None:
+    """Raise a ValueError naming the flags of ``options`` (``args`` attribute, flag) that were
+    given: ``"<flags>: <why>"``."""
+    given = [flag for name, flag in options if getattr(args, name) not in (None, False)]
+    if given:
+        raise ValueError(f"{', '.join(given)}: {why}")
+
+
 @contextmanager
 def ray_session(address: str | None) -> Iterator[None]:
     """Ray for the ``with`` block: joined at ``address``, or started on this machine (and

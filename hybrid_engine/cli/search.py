@@ -14,8 +14,7 @@ from hybrid_engine.cli._engine import (
     add_mmap_option,
     add_reranker_options,
     add_variant_option,
-    load_engine,
-    mmap_mode,
+    load_searched,
 )
 from hybrid_engine.cli._engine import reranker as load_reranker
 from hybrid_engine.cli._live import STDIN
@@ -247,13 +246,7 @@ def run(args: argparse.Namespace) -> int:
     where = parse_filter(args.filter)
     if sharded.is_sharded(args.index):
         return run_sharded(args, queries, cross_encoder, rerank, where)
-    engine = load_engine(
-        args.index,
-        variant=args.variant,
-        num_threads=args.threads,
-        mmap=mmap_mode(args),
-        allow_degraded=args.allow_degraded,
-    )
+    engine = load_searched(args)
     check_legs(args, engine)
     if cross_encoder is not None:
         engine = engine.with_reranker(cross_encoder)
@@ -330,12 +323,8 @@ def run_sharded(
 ) -> int:
     """``search`` on a sharded index: each query over every shard, printed as for one index,
     with the shards that did not answer named."""
-    given = [flag for name, flag in NOT_SHARDED if getattr(args, name) not in (None, False)]
-    if given:
-        raise ValueError(
-            f"{', '.join(given)}: not available on a sharded index yet; leave them out, or "
-            "search one index"
-        )
+    why = "not available on a sharded index yet; leave them out, or search one index"
+    sharded.refuse_options(args, NOT_SHARDED, why)
     with sharded.opened(args.index, args.ray_address, cross_encoder) as index:
         for query in queries:
             result = index.search([query], args.k, **shared_options(args, rerank, where))

@@ -25,8 +25,7 @@ from hybrid_engine.cli._engine import (
     add_mmap_option,
     add_reranker_options,
     add_variant_option,
-    load_engine,
-    mmap_mode,
+    load_searched,
     reranker,
 )
 from hybrid_engine.distributed.index import ShardedIndex
@@ -116,22 +115,12 @@ def served(args: argparse.Namespace) -> Iterator[HybridIndex | ShardedIndex]:
     """
     cross_encoder = reranker(args) if args.reranker is not None else None
     if sharded.is_sharded(args.index):
-        given = [flag for name, flag in NOT_SHARDED if getattr(args, name) not in (None, False)]
-        if given:
-            raise ValueError(
-                f"{', '.join(given)}: not available with a sharded index (its shards load as "
-                "it was built); leave them out"
-            )
+        why = "not available with a sharded index (its shards load as it was built); leave them out"
+        sharded.refuse_options(args, NOT_SHARDED, why)
         with sharded.opened(args.index, args.ray_address, cross_encoder) as index:
             yield index
         return
-    engine = load_engine(
-        args.index,
-        variant=args.variant,
-        num_threads=args.threads,
-        mmap=mmap_mode(args),
-        allow_degraded=args.allow_degraded,
-    )
+    engine = load_searched(args)
     with engine:
         yield engine if cross_encoder is None else engine.with_reranker(cross_encoder)
 
