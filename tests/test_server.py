@@ -235,7 +235,7 @@ def test_the_serve_command_binds_localhost_and_serves_the_loaded_index(
 ) -> None:
     from fastapi.testclient import TestClient
 
-    from hybrid_engine.cli import build_parser, main
+    from hybrid_engine.cli import _engine, build_parser, main
     from hybrid_engine.cli import serve as command
 
     loaded: dict[str, Any] = {}
@@ -251,7 +251,7 @@ def test_the_serve_command_binds_localhost_and_serves_the_loaded_index(
         key = {"X-API-Key": "k"}
         loaded["search"] = TestClient(app).post("/search", json={"query": "cat"}, headers=key)
 
-    monkeypatch.setattr(command, "load_engine", load_engine)
+    monkeypatch.setattr(_engine, "load_engine", load_engine)  # what load_searched calls
     monkeypatch.setattr(command, "serve_until_stopped", serve_until_stopped)
     monkeypatch.setenv(command.API_KEY_ENV, "k")
     defaults = build_parser().parse_args(["serve", "my.idx"])

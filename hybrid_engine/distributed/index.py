@@ -242,7 +242,8 @@ class ShardedIndex:
     @property
     def num_segments(self) -> int:
         """Segments of the current coordinated commit, over every shard."""
-        return sum(self._calls.all("segments", self._writes.generation))
+        generation = self._writes.generation
+        return sum(self._writes.read("segments", [(generation,)] * self.n_shards))
 
     @property
     def staged(self) -> StagedChanges:
@@ -319,7 +320,7 @@ class ShardedIndex:
         groups = group_by_shard(ids, self.n_shards)
         args = [(generation, [ids[i] for i in g]) if g else None for g in groups]
         found: list[dict[str, Any] | None] = [None] * len(ids)
-        for group, answer in zip(groups, self._calls.each("get", args), strict=True):
+        for group, answer in zip(groups, self._writes.read("get", args), strict=True):
             for i, doc in zip(group, answer or [], strict=True):
                 found[i] = doc
         hits = []

@@ -337,6 +337,11 @@ class ShardWrites:
                 "every shard's staged changes were dropped: stage them again, then commit"
             )
 
+    def read(self, method: str, args: Sequence[tuple[Any, ...] | None]) -> list[Any]:
+        """``method(*args[i])`` on shard ``i``'s writer (none where ``args[i]`` is None), a
+        read that stages nothing; ShardUnavailableError when one does not answer."""
+        return self._answers(method, args)
+
     def _plain(self, method: str) -> list[Any]:
         return self._answers(method, [()] * self._n)
 

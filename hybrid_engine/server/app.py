@@ -25,6 +25,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.security import APIKeyHeader
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from hybrid_engine.distributed.cluster import ShardUnavailableError
 from hybrid_engine.distributed.index import ShardedIndex
 from hybrid_engine.errors import (
     DegradedEngineError,
@@ -74,7 +75,8 @@ def engine_errors() -> Iterator[None]:
     """The engine's errors about the request as HTTP errors: ``DuplicateIdError`` 409,
     ``UnknownIdError`` 404, ``ValueError`` and ``TypeError`` 400, a full batching
     queue, a search with no leg left (``StageError``), a write to an engine loaded without
-    a leg (``DegradedEngineError``) or damaged index files a strict search read
+    a leg (``DegradedEngineError``), a shard of a sharded index that did not answer where
+    every shard must (``ShardUnavailableError``) or damaged index files a strict search read
     (``IndexFormatError``, a ``ValueError`` but not the client's) 503; the engine's message is
     the ``detail``."""
     try:
@@ -87,7 +89,7 @@ def engine_errors() -> Iterator[None]:
         raise HTTPException(status_code=404, detail=str(exc)) from None
     except (ValueError, TypeError) as exc:
         raise HTTPException(status_code=400, detail=str(exc)) from None
-    except (BatcherFullError, StageError, DegradedEngineError) as exc:
+    except (BatcherFullError, StageError, DegradedEngineError, ShardUnavailableError) as exc:
         raise HTTPException(status_code=503, detail=str(exc)) from None
 
 
@@ -160,7 +162,8 @@ def create_app(
     with_body = [*keyed, Depends(require_json)]  # the key's 401 first
     refused: dict[int | str, dict[str, Any]] = {401: ERROR} if api_key is not None else {}
     searched = {**refused, 400: ERROR, 415: ERROR, 503: ERROR}
-    written = {**refused, 400: ERROR, 404: ERROR, 409: ERROR, 415: ERROR}
+    written = {**refused, 400: ERROR, 404: ERROR, 409: ERROR, 415: ERROR, 503: ERROR}
+    reads = {**refused, 503: ERROR}
     add_api_docs(app, keyed)
     if page:
         add_search_page(app)
@@ -280,12 +283,13 @@ def create_app(
     @app.get(
         "/documents/{doc_id:path}",
         dependencies=keyed,
-        responses={**refused, 404: ERROR},
+        responses={**reads, 404: ERROR},
     )
     async def get_document(doc_id: DocId) -> DocumentOut:
         """The document of the last commit with this id (``get``); staged documents are not
         seen until ``POST /commit``, as searches do not see them."""
-        found = await run_in_threadpool(engine.get, [doc_id], missing_ok=True)
+        with engine_errors():
+            found = await run_in_threadpool(engine.get, [doc_id], missing_ok=True)
         if not found:
             raise HTTPException(
                 status_code=404,
@@ -299,7 +303,8 @@ def create_app(
     async def post_commit() -> CommitResponse:
         """Make the staged changes visible to searches from now on (``commit``)."""
         await write(engine.commit)
-        return CommitResponse(documents=len(engine), segments=engine.num_segments)
+        documents, segments, _ = await counts()
+        return CommitResponse(documents=documents, segments=segments)
 
     @app.post("/rollback", dependencies=keyed, responses=written)
     async def post_rollback() -> RollbackResponse:
@@ -308,23 +313,33 @@ def create_app(
         dropped = await write(engine.rollback)
         return RollbackResponse(dropped=StagedCounts.of(dropped))
 
-    @app.get("/health")
+    async def counts() -> tuple[int, int, StagedCounts]:
+        # Off the event loop: a sharded index asks its shards.
+        def read() -> tuple[int, int, StagedCounts]:
+            return len(engine), engine.num_segments, StagedCounts.of(engine.staged)
+
+        with engine_errors():
+            return await run_in_threadpool(read)
+
+    @app.get("/health", responses={503: ERROR})
     async def get_health() -> HealthResponse:
         """The index's retrievers, live documents and segments, and the changes staged and
         not committed (no key needed)."""
+        documents, segments, staged = await counts()
         return HealthResponse(
             status="ok",
             retrievers=list(engine.retrievers),
-            documents=len(engine),
-            segments=engine.num_segments,
-            staged=StagedCounts.of(engine.staged),
+            documents=documents,
+            segments=segments,
+            staged=staged,
         )
 
-    @app.get("/stats", dependencies=keyed, responses=refused)
+    @app.get("/stats", dependencies=keyed, responses=reads)
     async def get_stats() -> StatsResponse:
         """The index: documents, segments, retrievers, staged changes, commit number, models,
         directory and bytes on disk."""
-        return await run_in_threadpool(index_stats, engine)
+        with engine_errors():
+            return await run_in_threadpool(index_stats, engine)
 
     @app.get(
         "/metrics",
