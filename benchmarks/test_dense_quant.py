@@ -47,12 +47,7 @@ SIDES = [
     "ours_int8",
     "ours_binary",
 ]
-BUILDER = {
-    "faiss_hnsw_sq8_refine": "faiss_hnsw_sq8",
-    "ours_f32": "ours",
-    "ours_int8": "ours",
-    "ours_binary": "ours",
-}
+BUILDER = {"faiss_hnsw_sq8_refine": "faiss_hnsw_sq8"}
 """The ``dense_peers.build_sides`` name that builds each side (others: their own name)."""
 _BUILT: dict[tuple[str, str], dict[str, Any]] = {}
 
