@@ -24,7 +24,7 @@ schemathesis = pytest.importorskip("schemathesis", reason="the dev extra is not 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
 SHARDS = 4
-SCHEMA_EXAMPLES = 10
+SCHEMA_EXAMPLES = 30
 """Generated cases per operation and mode (``test_server_schema`` runs 60 over one index)."""
 SHARDED_START_S = 300.0
 """Seconds serve has to start Ray and the shards' actors (each loading its shard and the
