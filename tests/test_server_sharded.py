@@ -24,6 +24,10 @@ schemathesis = pytest.importorskip("schemathesis", reason="the dev extra is not 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
 SHARDS = 4
+KEY = "sharded-key"
+"""The API key the server is started with."""
+OPTIONS = {"k": 5, "offset": 2, "fusion": "rrf", "weights": {"bm25": 2.0, "dense": 1.0}, "mmr": 0.5}
+"""Search options the sharded index shares with one index, all at once."""
 SCHEMA_EXAMPLES = 30
 """Generated cases per operation and mode (``test_server_schema`` runs 60 over one index)."""
 SHARDED_START_S = 300.0
@@ -51,10 +55,13 @@ def test_serve_answers_over_a_sharded_index_as_over_one_index(
     ok("index", corpus, root, "--shards", str(SHARDS), "--quiet")
     with HybridIndex.load(tmp_path / "one") as one:
         expected = [[(h.id, h.score) for h in one.search([q], 10).hits()[0]] for q in queries]
+        optioned = [(h.id, h.score) for h in one.search([queries[0]], **OPTIONS).hits()[0]]
 
-    server = serve(str(root), "--port", "0", start_timeout_s=SHARDED_START_S)
+    server = serve(str(root), "--port", "0", api_key=KEY, start_timeout_s=SHARDED_START_S)
+    url = server.url()
+    assert httpx.post(f"{url}/search", json={"query": queries[0]}).status_code == 401
     # The first search compiles the shards' kernels, a commit encodes: slow on a busy machine.
-    http = httpx.Client(base_url=server.url(), timeout=120.0)
+    http = httpx.Client(base_url=url, timeout=120.0, headers={"X-API-Key": KEY})
     health = http.get("/health").json()
     assert health["documents"] == len(docs) and health["retrievers"] == ["bm25", "dense"]
     assert health["segments"] == SHARDS  # one segment a shard, each built in one commit
@@ -66,6 +73,11 @@ def test_serve_answers_over_a_sharded_index_as_over_one_index(
         assert answer["missing_shards"] == []
         assert sorted(answer["shard_timings_ms"]) == [str(s) for s in range(SHARDS)]
         assert all(ms > 0 for ms in answer["shard_timings_ms"].values())
+
+    answer = http.post("/search", json={"query": queries[0], **OPTIONS}).json()
+    got = hit_rows(answer)
+    assert [i for i, _ in got] == [i for i, _ in optioned] and len(got) == OPTIONS["k"]
+    np.testing.assert_allclose([s for _, s in got], [s for _, s in optioned], atol=1e-5)
 
     # A search option a sharded index lacks is a 400 naming it, as a typo'd option is not.
     for option in ({"facets": ["year"]}, {"highlight": True}, {"budget_ms": 50.0}):
