@@ -6,7 +6,9 @@ what the shards hold afterwards is read from their directories."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from cli_process import error_line, ok
 from sharded_dirs import shard_texts, write_jsonl
 
 from hybrid_engine import HybridIndex
+from hybrid_engine.distributed.partition import shard_of
 from hybrid_engine.evaluation.datasets import load_beir
 
 httpx = pytest.importorskip("httpx", reason="the serve extra is not installed")
@@ -169,3 +172,40 @@ def test_serve_over_a_sharded_index_conforms_to_the_schema_of_one_index(
                 case.call_and_validate(base_url=url, excluded_checks=EXCLUDED, timeout=120)
 
             check()
+
+
+@pytest.mark.slow  # a sharded index built on Ray, then served
+def test_a_shard_that_does_not_answer_is_named_and_its_documents_left_out(
+    tmp_path: Path, serve: Any
+) -> None:
+    """With ``--shard-timeout``, a search waits that long for a frozen shard (its actor's
+    process stopped with SIGSTOP), then answers from the others with ``missing_shards``
+    naming it and its documents left out; once it runs again, answers are whole."""
+    docs = [{"_id": f"d{i}", "text": f"the cat and note {i}"} for i in range(40)]
+    root = tmp_path / "sharded"
+    corpus = write_jsonl(tmp_path / "c.jsonl", docs)
+    ok("index", corpus, root, "--shards", str(SHARDS), "--quiet", "--retrievers", "bm25")
+    server = serve(
+        str(root), "--port", "0", "--shard-timeout", "2", start_timeout_s=SHARDED_START_S
+    )
+    http = httpx.Client(base_url=server.url(), timeout=120.0)
+    whole = http.post("/search", json={"query": "cat note", "k": len(docs)}).json()
+    assert whole["missing_shards"] == [] and len(hit_rows(whole)) == len(docs)
+    workers = subprocess.run(
+        ["pgrep", "-f", "ray::ShardWorker"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert len(workers) == SHARDS, workers  # this server's shards, one actor each
+    frozen = int(workers[0])
+    os.kill(frozen, signal.SIGSTOP)
+    try:
+        partial = http.post("/search", json={"query": "cat note", "k": len(docs)}).json()
+    finally:
+        os.kill(frozen, signal.SIGCONT)
+    (missing,) = partial["missing_shards"]
+    assert str(missing) not in partial["shard_timings_ms"]
+    others = [i for i, _ in hit_rows(whole) if shard_of(i, SHARDS) != missing]
+    assert [i for i, _ in hit_rows(partial)] == others
+    metrics = http.get("/metrics").text
+    assert f'hybrid_engine_search_missing_shards_total{{shard="{missing}"}} 1.0' in metrics
+    again = http.post("/search", json={"query": "cat note", "k": len(docs)}).json()
+    assert again["missing_shards"] == [] and hit_rows(again) == hit_rows(whole)

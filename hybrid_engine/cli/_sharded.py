@@ -98,13 +98,17 @@ def build(
 
 @contextmanager
 def opened(
-    path: str | Path, address: str | None, reranker: CrossEncoder | None = None
+    path: str | Path,
+    address: str | None,
+    reranker: CrossEncoder | None = None,
+    timeout_s: float | None = None,
 ) -> Iterator[ShardedIndex]:
     """The sharded index at ``path`` on its shards' actors for the ``with`` block (with the
-    ``reranker`` on this process), then closed (its write locks given back)."""
+    ``reranker`` on this process; searches wait ``timeout_s`` for a shard, None: until it
+    answers), then closed (its write locks given back)."""
     with (
         ray_session(address),
-        ShardedIndex.open(Path(path).resolve(), reranker=reranker) as sharded,
+        ShardedIndex.open(Path(path).resolve(), reranker=reranker, timeout_s=timeout_s) as sharded,
     ):
         yield sharded
 

@@ -28,6 +28,7 @@ from hybrid_engine.cli._engine import (
     load_searched,
     reranker,
 )
+from hybrid_engine.cli._values import positive_float
 from hybrid_engine.distributed.index import ShardedIndex
 from hybrid_engine.pipeline.engine import HybridIndex
 
@@ -89,6 +90,14 @@ def add_parser(subparsers: Any) -> None:
     add_mmap_option(p)
     add_degraded_option(p)
     sharded.add_ray_option(p)
+    p.add_argument(
+        "--shard-timeout",
+        type=positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="with a sharded index: how long a search waits for a shard before answering "
+        "without it (named in missing_shards; default: until it answers)",
+    )
     p.set_defaults(func=run)
 
 
@@ -117,9 +126,13 @@ def served(args: argparse.Namespace) -> Iterator[HybridIndex | ShardedIndex]:
     if sharded.is_sharded(args.index):
         why = "not available with a sharded index (its shards load as it was built); leave them out"
         sharded.refuse_options(args, NOT_SHARDED, why)
-        with sharded.opened(args.index, args.ray_address, cross_encoder) as index:
+        with sharded.opened(
+            args.index, args.ray_address, cross_encoder, args.shard_timeout
+        ) as index:
             yield index
         return
+    why = "only with a sharded index (`hybrid-engine index --shards N`); leave it out"
+    sharded.refuse_options(args, (("shard_timeout", "--shard-timeout"),), why)
     engine = load_searched(args)
     with engine:
         yield engine if cross_encoder is None else engine.with_reranker(cross_encoder)
