@@ -1,8 +1,10 @@
 """``hybrid-engine serve`` over a sharded index, as a user runs it: a real process that starts
 its own local Ray and opens the shards on it. Its searches answer as one ``HybridIndex`` over
 the same documents (ids and scores, loaded here), name the shards that answered and their
-times, and the writes, reads, errors, metrics and the stop signal behave as over one index;
-what the shards hold afterwards is read from their directories."""
+times, and the writes, reads, errors, API key, metrics and the stop signal behave as over one
+index (what the shards hold afterwards is read from their directories); it serves one index's
+OpenAPI document and answers schemathesis' cases as it declares; a frozen shard is named and
+its documents left out; the options a sharded index does not take are refused, named."""
 
 from __future__ import annotations
 
