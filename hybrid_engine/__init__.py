@@ -3,11 +3,21 @@
 from hybrid_engine._version import __version__
 from hybrid_engine.dense import DenseIndex, EmbeddingCache
 from hybrid_engine.errors import (
+    BatcherFullError,
+    DatasetError,
     DegradedEngineError,
+    DegradedWarning,
     DuplicateIdError,
+    EncoderRefusedError,
     HybridEngineError,
     IndexFormatError,
+    Int8DroppedWarning,
+    ModelNotFoundError,
     PinnedEngineError,
+    RefusedModelWarning,
+    RerankerRefusedWarning,
+    SelfQueryWarning,
+    ShardUnavailableError,
     StageError,
     UnknownIdError,
     WriterLockedError,
@@ -16,7 +26,7 @@ from hybrid_engine.feedback import RM3, Rocchio
 from hybrid_engine.lexical import Analyzer, AnalyzerConfig, BM25Index, BM25Params
 from hybrid_engine.live import Hit, MergePolicy, StagedChanges
 from hybrid_engine.metadata import Filter, MetadataColumns
-from hybrid_engine.models import CrossEncoder, Encoder, ModelNotFoundError, SpladeEncoder
+from hybrid_engine.models import CrossEncoder, Encoder, SpladeEncoder
 from hybrid_engine.parents import (
     ChunkHit,
     ContextSpan,
@@ -25,7 +35,6 @@ from hybrid_engine.parents import (
     ParentSearchResult,
 )
 from hybrid_engine.pipeline import (
-    DegradedWarning,
     HybridIndex,
     HybridResult,
     Stack,
@@ -43,21 +52,25 @@ __all__ = [
     "AnalyzerConfig",
     "BM25Index",
     "BM25Params",
+    "BatcherFullError",
     "ChunkHit",
     "ContextSpan",
     "CrossEncoder",
+    "DatasetError",
     "DegradedEngineError",
     "DegradedWarning",
     "DenseIndex",
     "DuplicateIdError",
     "EmbeddingCache",
     "Encoder",
+    "EncoderRefusedError",
     "Filter",
     "Hit",
     "HybridEngineError",
     "HybridIndex",
     "HybridResult",
     "IndexFormatError",
+    "Int8DroppedWarning",
     "MergePolicy",
     "MetadataColumns",
     "ModelNotFoundError",
@@ -65,8 +78,12 @@ __all__ = [
     "ParentHit",
     "ParentSearchResult",
     "PinnedEngineError",
+    "RefusedModelWarning",
+    "RerankerRefusedWarning",
     "Rocchio",
     "SearchResult",
+    "SelfQueryWarning",
+    "ShardUnavailableError",
     "SparseVectors",
     "SpladeEncoder",
     "SpladeIndex",

@@ -1,4 +1,13 @@
-"""Exception types of the package."""
+"""The exception and warning types of the package, all exported by ``hybrid_engine``.
+
+Every error hybrid_engine raises itself derives from ``HybridEngineError`` and from the
+built-in type a caller would catch for it (``ValueError``, ``KeyError``, ``RuntimeError``,
+``FileNotFoundError``); every warning derives from ``UserWarning``. The modules they were
+first defined in still export them."""
+
+from __future__ import annotations
+
+from typing import Any
 
 
 class HybridEngineError(Exception):
@@ -52,3 +61,67 @@ class DegradedEngineError(HybridEngineError, RuntimeError):
     """A change (``add``, ``commit``, ...) of an engine loaded without a leg
     (``HybridIndex.load(allow_degraded=True)``): its new segments would lack the leg. Fix the
     model and load the index again to write."""
+
+
+class ModelNotFoundError(HybridEngineError, FileNotFoundError):
+    """A prepared model folder (or one of its variants) is missing.
+
+    The message names the folder that was looked up and the command that prepares it.
+    """
+
+
+class DatasetError(HybridEngineError, ValueError):
+    """A dataset folder or file is missing or malformed; the message names the file and line."""
+
+
+class EncoderRefusedError(HybridEngineError):
+    """The validation gate refused the fine-tuned bi-encoder, so it was not prepared.
+
+    Attributes
+    ----------
+    verdict : EncoderVerdict
+        The gate's figures (``evaluation.encoder_gate.EncoderVerdict``; typed ``Any`` here,
+        so that this module imports nothing of the package).
+    """
+
+    def __init__(self, message: str, verdict: Any) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+
+
+class ShardUnavailableError(HybridEngineError, RuntimeError):
+    """A shard did not answer (its actor died, is restarting or timed out) where every shard
+    must: a write, a commit, or a search with ``strict=True``."""
+
+
+class BatcherFullError(HybridEngineError, RuntimeError):
+    """More queries wait than the batcher's ``max_queued``: the server is overloaded."""
+
+
+# -- warnings --------------------------------------------------------------------------------------
+
+
+class DegradedWarning(UserWarning):
+    """A stage failed, or its model could not be loaded, and the engine serves without it:
+    the other legs' fused ranking (a failed leg), the fused ranking (a failed reranker).
+
+    Issued once per engine and stage; every search served so says it in
+    ``HybridResult.degraded``, and ``HybridIndex.degradations`` counts them.
+    """
+
+
+class RerankerRefusedWarning(UserWarning):
+    """A cross-encoder failed its validation gate; the engine serves the fused ranking."""
+
+
+class RefusedModelWarning(UserWarning):
+    """The bi-encoder loaded is one whose training gate refused it (prepared with ``--force``):
+    on its validation queries it did not beat the model it was fine-tuned from."""
+
+
+class Int8DroppedWarning(UserWarning):
+    """The int8 variant disagreed with the fp32 graph, so the prepared folder has none."""
+
+
+class SelfQueryWarning(UserWarning):
+    """A generated filter was invalid and dropped; the query ran without it."""

@@ -12,13 +12,7 @@ from typing import Any
 from hybrid_engine.checks import check_int
 from hybrid_engine.distributed.manifest import shard_dir
 from hybrid_engine.distributed.worker import ShardWorker
-from hybrid_engine.errors import HybridEngineError
-
-
-class ShardUnavailableError(HybridEngineError, RuntimeError):
-    """A shard did not answer (its actor died, is restarting or timed out) where every shard
-    must: a write, a commit, or a search with ``strict=True``."""
-
+from hybrid_engine.errors import ShardUnavailableError as ShardUnavailableError
 
 MAX_RESTARTS = -1
 """Ray restarts a dead shard actor without limit (it reloads its last commit)."""

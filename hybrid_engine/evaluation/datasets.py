@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from hybrid_engine.errors import DatasetError
 from hybrid_engine.ids import check_id
 from hybrid_engine.live.documents import document_metadata
 
@@ -39,10 +40,6 @@ __all__ = [
 
 _QRELS_HEADER = ("query-id", "corpus-id", "score")
 _MAX_IDS_IN_MESSAGE = 5
-
-
-class DatasetError(ValueError):
-    """A dataset folder or file is missing or malformed; the message names the file and line."""
 
 
 @dataclass(frozen=True)

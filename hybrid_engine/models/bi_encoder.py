@@ -9,6 +9,7 @@ import numpy as np
 from tokenizers import Encoding
 
 from hybrid_engine.checks import check_texts
+from hybrid_engine.errors import RefusedModelWarning
 from hybrid_engine.models._batching import pad_encodings
 from hybrid_engine.models.session import TextModel
 from hybrid_engine.models.store import BI_ENCODER, ModelInfo
@@ -16,11 +17,6 @@ from hybrid_engine.models.store import BI_ENCODER, ModelInfo
 TOKENS_PER_RUN = 2048
 """Most tokens (texts x padded length) in one ONNX Runtime call: small runs keep the
 activations in cache, which is faster than one large batch on a CPU."""
-
-
-class RefusedModelWarning(UserWarning):
-    """The bi-encoder loaded is one whose training gate refused it (prepared with ``--force``):
-    on its validation queries it did not beat the model it was fine-tuned from."""
 
 
 def refusal(info: ModelInfo) -> str | None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hybrid_engine.errors import HybridEngineError, IndexFormatError
+from hybrid_engine.errors import IndexFormatError, ModelNotFoundError
 from hybrid_engine.storage import read_index_dir, user_cache_dir
 
 FORMAT = "hybrid_engine.model"
@@ -67,13 +67,6 @@ POOLINGS = {BI_ENCODER: BI_ENCODER_POOLINGS, SPLADE: ("splade-max",), CROSS_ENCO
 """Each kind's poolings: a bi-encoder's (``BI_ENCODER_POOLINGS``); ``splade-max``, the graph's
 own ``max over tokens of log1p(relu(logits)) * attention_mask``; ``cls``, the classifier head
 on the pooled ``[CLS]`` state inside the graph."""
-
-
-class ModelNotFoundError(HybridEngineError, FileNotFoundError):
-    """A prepared model folder (or one of its variants) is missing.
-
-    The message names the folder that was looked up and the command that prepares it.
-    """
 
 
 def models_dir() -> Path:

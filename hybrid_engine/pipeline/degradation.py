@@ -10,6 +10,7 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
+from hybrid_engine.errors import DegradedWarning
 from hybrid_engine.models.store import PREPARE_COMMAND, PREPARE_COMMANDS
 from hybrid_engine.pipeline.budget import AbandonedCalls
 from hybrid_engine.pipeline.costs import StageCosts
@@ -31,15 +32,6 @@ FIXES = {
 }
 """What to do about a failing stage, by stage."""
 _PACKAGE = str(Path(__file__).resolve().parents[1])
-
-
-class DegradedWarning(UserWarning):
-    """A stage failed, or its model could not be loaded, and the engine serves without it:
-    the other legs' fused ranking (a failed leg), the fused ranking (a failed reranker).
-
-    Issued once per engine and stage; every search served so says it in
-    ``HybridResult.degraded``, and ``HybridIndex.degradations`` counts them.
-    """
 
 
 def stage_fix(stage: str) -> str:

@@ -20,6 +20,7 @@ from hybrid_engine.checks import check_queries
 from hybrid_engine.corpus import DocIds, Document, document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
+from hybrid_engine.errors import RerankerRefusedWarning
 from hybrid_engine.lexical.bm25 import BM25Index
 from hybrid_engine.live import layout
 from hybrid_engine.live.config import EngineConfig
@@ -43,10 +44,6 @@ from hybrid_engine.pipeline.stack import DEFAULT_DEPTH, Stack, build_retrievers,
 from hybrid_engine.pipeline.stages import Models, check_query_vectors, run_search
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.sparse.index import SpladeIndex
-
-
-class RerankerRefusedWarning(UserWarning):
-    """A cross-encoder failed its validation gate; the engine serves the fused ranking."""
 
 
 class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):

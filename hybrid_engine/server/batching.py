@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hybrid_engine.errors import BatcherFullError
 from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.pipeline.facets import Facets
 
@@ -48,10 +49,6 @@ class Rows:
 Search = Callable[[list[str], Mapping[str, Any]], Awaitable[Rows]]
 """``await search(texts, options) -> Rows``: one engine call (``HybridIndex.asearch``, which
 runs the search in a worker thread)."""
-
-
-class BatcherFullError(RuntimeError):
-    """More queries wait than the batcher's ``max_queued``: the server is overloaded."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hybrid_engine.checks import check_queries
+from hybrid_engine.errors import SelfQueryWarning
 from hybrid_engine.metadata import Filter
 from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
@@ -22,10 +23,6 @@ from hybrid_engine.strategies.result import (
     run_per_query,
 )
 from hybrid_engine.strategies.schema import MetadataSchema
-
-
-class SelfQueryWarning(UserWarning):
-    """A generated filter was invalid and dropped; the query ran without it."""
 
 
 @dataclass(frozen=True)

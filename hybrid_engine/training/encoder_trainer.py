@@ -38,10 +38,9 @@ import numpy as np
 
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
-from hybrid_engine.errors import HybridEngineError
+from hybrid_engine.errors import EncoderRefusedError, HybridEngineError
 from hybrid_engine.evaluation.encoder_gate import (
     ALPHA,
-    EncoderVerdict,
     dense_ndcg,
     encoder_verdict,
 )
@@ -67,20 +66,6 @@ from hybrid_engine.training.examples import TrainingSet, gather_training_set
 from hybrid_engine.training.model import BASE_PACKAGE, base_model_path
 from hybrid_engine.training.negatives import negative_passage
 from hybrid_engine.training.record import data_record, versions, write_record
-
-
-class EncoderRefusedError(HybridEngineError):
-    """The validation gate refused the fine-tuned bi-encoder, so it was not prepared.
-
-    Attributes
-    ----------
-    verdict : EncoderVerdict
-        The gate's figures.
-    """
-
-    def __init__(self, message: str, verdict: EncoderVerdict) -> None:
-        super().__init__(message)
-        self.verdict = verdict
 
 
 def train_encoder(

