@@ -35,12 +35,12 @@ from hybrid_engine.distributed.partition import group_by_shard
 from hybrid_engine.distributed.result import ShardedResult
 from hybrid_engine.distributed.search import SearchedShards, ShardedSearch
 from hybrid_engine.distributed.transactions import read_decided
+from hybrid_engine.distributed.worker import document_hit
 from hybrid_engine.distributed.writes import ShardWrites
-from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.ids import check_ids
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.live.pending import StagedChanges
-from hybrid_engine.live.snapshot import Hit
+from hybrid_engine.live.snapshot import Hit, found_hits
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import CrossEncoder
@@ -319,20 +319,11 @@ class ShardedIndex:
         generation = self._writes.generation
         groups = group_by_shard(ids, self.n_shards)
         args = [(generation, [ids[i] for i in g]) if g else None for g in groups]
-        found: list[dict[str, Any] | None] = [None] * len(ids)
+        found: list[Hit | None] = [None] * len(ids)
         for group, answer in zip(groups, self._writes.read("get", args), strict=True):
             for i, doc in zip(group, answer or [], strict=True):
-                found[i] = doc
-        hits = []
-        for doc_id, doc in zip(ids, found, strict=True):
-            if doc is not None:
-                hits.append(Hit(doc["id"], math.nan, doc["title"], doc["text"], doc["metadata"]))
-            elif not missing_ok:
-                raise UnknownIdError(
-                    f"document id {doc_id!r} is not in the index (in its last commit); pass "
-                    "missing_ok=True to leave unknown ids out"
-                )
-        return hits
+                found[i] = None if doc is None else document_hit(doc, math.nan)
+        return found_hits(ids, found, missing_ok=missing_ok)
 
     def commit(self) -> None:
         """Commit what every shard staged as one atomic transaction, then make the new

@@ -18,7 +18,7 @@ import numpy as np
 
 from hybrid_engine.dense.encoding import QUERY, sided
 from hybrid_engine.distributed.cluster import ShardCalls, ShardUnavailableError, is_unavailable
-from hybrid_engine.distributed.worker import UnpreparedGenerationError
+from hybrid_engine.distributed.worker import UnpreparedGenerationError, document_hit
 from hybrid_engine.distributed.writes import Prepared
 from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.live.topk import merge_top_k
@@ -270,9 +270,7 @@ class ShardedSearch:
             for seq, score in zip(ids.tolist(), scores.tolist(), strict=True):
                 doc = documents.get(seq)
                 if doc is not None:
-                    row.append(
-                        Hit(doc["id"], float(score), doc["title"], doc["text"], doc["metadata"])
-                    )
+                    row.append(document_hit(doc, float(score)))
             out.append(row)
         self._timed("documents", start)
         return out

@@ -549,6 +549,11 @@ def _sequence(snapshot: Snapshot) -> np.ndarray:
 
 def _document(hit: Hit) -> dict[str, Any]:
     """A shard's hit as ``{"id", "title", "text", "metadata"}``, metadata without
-    ``SEQ_FIELD``."""
+    ``SEQ_FIELD``: what ``documents`` and ``get`` send the coordinator."""
     metadata = {k: v for k, v in hit.metadata.items() if k != SEQ_FIELD}
     return {"id": hit.id, "title": hit.title, "text": hit.text, "metadata": metadata}
+
+
+def document_hit(doc: Mapping[str, Any], score: float) -> Hit:
+    """The hit of ``score`` of a document a shard sent (``_document``'s dict)."""
+    return Hit(doc["id"], score, doc["title"], doc["text"], doc["metadata"])

@@ -146,41 +146,35 @@ class ShardWrites:
         (``HybridIndex.holds``), asked of its shard."""
         ids = check_ids(ids)
         with self._lock:
-            groups = group_by_shard(ids, self._n)
-            args = [([ids[i] for i in g],) if g else None for g in groups]
-            answers = self._write("holds", args, staging=False)
-        out = [False] * len(ids)
-        for group, answer in zip(groups, answers, strict=True):
-            for i, live in zip(group, answer or [], strict=True):
-                out[i] = live
-        return out
+            return self._holds(ids, group_by_shard(ids, self._n))
 
     def staged(self) -> StagedChanges:
         """The changes every shard staged since the last commit, added up."""
         with self._lock:
-            counts = self._write("staged", [()] * self._n, staging=False)
-        return StagedChanges(sum(c[0] for c in counts), sum(c[1] for c in counts))
+            return _added_up(self._write("staged", [()] * self._n, staging=False))
 
     def rollback(self) -> StagedChanges:
         """Drop every shard's staged changes (``HybridIndex.rollback`` on each); what was
         dropped."""
         with self._lock:
-            counts = self._write("rollback", [()] * self._n, staging=False)
+            dropped = _added_up(self._write("rollback", [()] * self._n, staging=False))
             self._staged = False
-        return StagedChanges(sum(c[0] for c in counts), sum(c[1] for c in counts))
+        return dropped
+
+    def _holds(self, ids: list[str], groups: list[list[int]]) -> list[bool]:
+        """Whether each of ``ids`` (grouped by shard) will be live after its shard's next
+        commit, as staged now; the caller holds the lock."""
+        args = [([ids[i] for i in g],) if g else None for g in groups]
+        out = [False] * len(ids)
+        for group, answer in zip(groups, self._write("holds", args, staging=False), strict=True):
+            for i, live in zip(group, answer or [], strict=True):
+                out[i] = live
+        return out
 
     def _held(self, ids: list[str], groups: list[list[int]], *, held: bool) -> list[str]:
         """The ids of ``ids`` (grouped by shard) that their shard does (``held``) or does not
         hold after its next commit, as staged now."""
-        args = [([ids[i] for i in g],) if g else None for g in groups]
-        answers = self._write("holds", args, staging=False)
-        return [
-            ids[i]
-            for group, answer in zip(groups, answers, strict=True)
-            if answer is not None
-            for i, live in zip(group, answer, strict=True)
-            if live == held
-        ]
+        return [i for i, live in zip(ids, self._holds(ids, groups), strict=True) if live == held]
 
     # -- committing ---------------------------------------------------------------------------
 
@@ -356,3 +350,8 @@ class ShardWrites:
                 ) from error
             raise error
         return answers
+
+
+def _added_up(counts: Sequence[tuple[int, int]]) -> StagedChanges:
+    """Every shard's (documents to add, documents to delete), added up."""
+    return StagedChanges(sum(c[0] for c in counts), sum(c[1] for c in counts))

@@ -298,18 +298,13 @@ class Snapshot:
             An id that no live document has (the first one named), unless ``missing_ok``:
             then it is left out.
         """
+        ids = check_ids(ids)
         locations = self.locations()
-        hits = []
-        for doc_id in check_ids(ids):
-            where = locations.get(doc_id)
-            if where is not None:
-                hits.append(self._hit(*where, math.nan))
-            elif not missing_ok:
-                raise UnknownIdError(
-                    f"document id {doc_id!r} is not in the index (in its last commit); pass "
-                    "missing_ok=True to leave unknown ids out"
-                )
-        return hits
+        found = [
+            None if (where := locations.get(doc_id)) is None else self._hit(*where, math.nan)
+            for doc_id in ids
+        ]
+        return found_hits(ids, found, missing_ok=missing_ok)
 
     def _hit(self, s: int, row: int, score: float) -> Hit:
         docs = self.segments[s].docs
@@ -455,3 +450,19 @@ class Snapshot:
         if not parts:
             return SearchResult.empty(n_queries, k)
         return merge_top_k(parts, self.bases[:-1].tolist(), k)
+
+
+def found_hits(ids: list[str], found: Sequence[Hit | None], *, missing_ok: bool) -> list[Hit]:
+    """``get``'s answer from what was found of each of ``ids`` (None: no live document): the
+    hits in the order of ``ids``; an ``UnknownIdError`` naming the first id not found, unless
+    ``missing_ok`` (then it is left out)."""
+    hits = []
+    for doc_id, hit in zip(ids, found, strict=True):
+        if hit is not None:
+            hits.append(hit)
+        elif not missing_ok:
+            raise UnknownIdError(
+                f"document id {doc_id!r} is not in the index (in its last commit); pass "
+                "missing_ok=True to leave unknown ids out"
+            )
+    return hits
