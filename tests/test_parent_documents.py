@@ -1,6 +1,7 @@
 """ParentDocumentIndex against independent references: brute-force aggregation of an
 exhaustive chunk ranking, fresh builds of the final documents, brute-force filtering, the
-parent texts the spans index, and the token budget recounted in the test's own tokenizer."""
+parent texts the spans index, the token budget recounted in the test's own tokenizer, and the
+documents put in (``get``, ``holds``, ``staged``, ``rollback``, ``merge``)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from tokenizers import Tokenizer
 
 from hybrid_engine import (
     DuplicateIdError,
+    Hit,
     HybridIndex,
     IndexFormatError,
     ParentDocumentIndex,
+    StagedChanges,
     UnknownIdError,
 )
 from hybrid_engine.chunking import Chunker
@@ -397,3 +400,166 @@ def test_close_drops_the_staged_parents_too(chunker: Chunker) -> None:
         index.add([document(1, 2)])  # p1 is back
     index.commit()
     assert_equals_fresh(index, [*docs, document(40, 3)], chunker)
+
+
+def assert_gets(index: ParentDocumentIndex, docs: list[dict[str, Any]]) -> None:
+    """``get`` returns each parent exactly as it was put in, in the order asked, as a ``Hit``
+    of score NaN."""
+    ids = [d["_id"] for d in reversed(docs)]
+    hits = index.get([*ids, ids[0]])  # an id given twice comes back twice
+    assert [h.id for h in hits] == [*ids, ids[0]]
+    expected = {d["_id"]: d for d in docs}
+    for hit in hits:
+        doc = expected[hit.id]
+        assert isinstance(hit, Hit) and np.isnan(hit.score)
+        assert (hit.title, hit.text, hit.metadata) == (doc["title"], doc["text"], doc["metadata"])
+
+
+def test_get_returns_the_parents_as_put_in(chunker: Chunker, tmp_path: Path) -> None:
+    docs = corpus()  # texts of 1 to 5 sentences, some with whitespace around them
+    index = build(docs, chunker)
+    assert len(index.engine) > len(index)  # some parents span several chunks
+    assert_gets(index, docs)
+    blank = {"_id": "blank", "title": "Only a title", "text": "  ", "metadata": {"group": 9}}
+    index.upsert([document(4, 1, seed=1)])  # 5 sentences -> 1
+    index.add([blank])
+    index.delete(["p2"])
+    assert_gets(index, docs)  # staged changes are not seen
+    index.commit()
+    final = [d for d in docs if d["_id"] not in {"p2", "p4"}] + [document(4, 1, seed=1), blank]
+    assert_gets(index, final)
+    with pytest.raises(UnknownIdError, match="'p2' is not in the index"):
+        index.get(["p1", "p2", "nope"])
+    assert [h.id for h in index.get(["p2", "p1", "nope", "x" * 512], missing_ok=True)] == ["p1"]
+    with pytest.raises(UnknownIdError, match="'xxx"):
+        index.get(["x" * 512])  # no chunk of it can exist: unknown, not a bad chunk id
+    with pytest.raises(TypeError, match=r"use \['p1'\]"):
+        index.get("p1")
+    index.save(tmp_path / "idx")
+    index.close()
+    with ParentDocumentIndex.load(
+        tmp_path / "idx", chunker=chunker, encoder=HashingEncoder()
+    ) as loaded:
+        assert_gets(loaded, final)
+
+
+def test_get_of_short_documents_equals_a_plain_engines(chunker: Chunker) -> None:
+    docs = [{**document(i, 1), "text": f"{WORDS[i]} {WORDS[i + 1]}"} for i in range(6)]
+    index = build(docs, chunker, retrievers=("bm25",))
+    plain = HybridIndex.build(docs, retrievers=("bm25",))
+    ids = [d["_id"] for d in docs]
+    fields = [[(h.id, h.title, h.text, h.metadata) for h in e.get(ids)] for e in (index, plain)]
+    assert fields[0] == fields[1]
+
+
+def test_holds_follows_the_staged_changes(chunker: Chunker) -> None:
+    index = build(corpus(), chunker)
+    ids = ["p1", "p2", "p40", "nope"]
+    assert index.holds(ids) == [True, True, False, False]
+    index.add([document(40, 3)])
+    index.delete(["p2"])
+    assert index.holds(ids) == [True, False, True, False]  # as the next commit will have it
+    index.upsert([document(1, 4, seed=5)])
+    assert index.holds(ids) == [True, False, True, False]
+    index.commit()
+    assert index.holds(ids) == [True, False, True, False]
+    assert index.holds([]) == []
+    with pytest.raises(TypeError, match=r"use \['p1'\]"):
+        index.holds("p1")
+    with pytest.raises(ValueError, match="empty"):
+        index.holds([""])
+
+
+def search_state(index: ParentDocumentIndex, ids: list[str]) -> list[Any]:
+    """The (id, score, text) rows of a search per unit, and the parents of ``ids`` (all
+    committed) as ``get`` returns them."""
+    state: list[Any] = []
+    for unit in ("documents", "chunks"):
+        got = index.search(QUERIES, 20, unit=unit, chunk_depth=200)
+        rows = got.documents if unit == "documents" else got.chunks
+        assert rows is not None
+        state.append([[(h.id, h.score, h.text) for h in row] for row in rows])
+    state.append([(h.id, h.title, h.text, h.metadata) for h in index.get(ids)])
+    return state
+
+
+def test_staged_counts_parents_and_rollback_drops_them(chunker: Chunker) -> None:
+    docs = corpus()
+    index = build(docs, chunker)
+    ids = [d["_id"] for d in docs]
+    before = search_state(index, ids)
+    assert index.staged == StagedChanges(0, 0)
+    index.upsert([document(4, 1, seed=1)])  # a committed parent of 5 chunks or so, replaced
+    assert index.staged == StagedChanges(added=1, deleted=1)
+    index.delete(["p2"])
+    assert index.staged == StagedChanges(added=1, deleted=2)
+    index.add([document(40, 5)])  # several chunks, one parent
+    assert index.staged == StagedChanges(added=2, deleted=2)
+    index.add([document(41, 2)])
+    index.delete(["p41"])  # a staged parent deleted again is simply dropped
+    assert index.staged == StagedChanges(added=2, deleted=2)
+    assert index.engine.staged.added > 2  # the engine counts chunks, not parents
+    assert index.rollback() == StagedChanges(added=2, deleted=2)
+    assert index.staged == StagedChanges(0, 0) and not index.has_staged
+    assert index.holds(["p2", "p4", "p40", "p41"]) == [True, True, False, False]
+    assert search_state(index, ids) == before
+    assert index.rollback() == StagedChanges(0, 0)
+    index.add([document(40, 5)])  # free to add again; p2 to delete again
+    index.delete(["p2"])
+    index.commit()
+    final = [d for d in docs if d["_id"] != "p2"] + [document(40, 5)]
+    assert_equals_fresh(index, final, chunker)
+
+
+def test_merge_keeps_the_results_in_one_segment(chunker: Chunker) -> None:
+    docs = corpus()
+    index = build(docs, chunker)
+    for change in (
+        lambda: index.add([document(40, 4), document(41, 2)]),
+        lambda: index.upsert([document(3, 2, seed=6)]),
+        lambda: index.delete(["p5", "p40"]),
+    ):
+        change()
+        index.commit()
+    assert index.engine.num_segments > 1
+    ids = [f"p{i}" for i in [*range(12), 41] if i != 5]
+    before = search_state(index, ids)
+    parents = len(index)
+    index.merge()
+    assert index.engine.num_segments == 1 and len(index) == parents
+    after = search_state(index, ids)
+    assert [[[(i, t) for i, _, t in row] for row in unit] for unit in after[:2]] == [
+        [[(i, t) for i, _, t in row] for row in unit] for unit in before[:2]
+    ]
+    for unit_after, unit_before in zip(after[:2], before[:2], strict=True):
+        for row_after, row_before in zip(unit_after, unit_before, strict=True):
+            np.testing.assert_allclose(
+                [s for _, s, _ in row_after], [s for _, s, _ in row_before], rtol=1e-6
+            )
+    assert after[2] == before[2]
+    index.add([document(50, 3)])
+    index.merge()  # commits what is staged first
+    assert index.staged == StagedChanges(0, 0) and index.holds(["p50"]) == [True]
+    assert index.engine.num_segments == 1
+    final = [d for d in docs if d["_id"] not in {"p3", "p5"}]
+    final += [document(41, 2), document(3, 2, seed=6), document(50, 3)]
+    assert_equals_fresh(index, final, chunker)
+    assert_gets(index, final)
+
+
+def test_a_merge_that_fails_after_its_commit_keeps_the_parents_committed(
+    chunker: Chunker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = build(corpus(), chunker)
+    index.add([document(40, 3)])
+
+    def fail(*args: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(index.engine._state, "_merge", fail)
+    with pytest.raises(OSError, match="disk full"):
+        index.merge()
+    assert index.staged == StagedChanges(0, 0) and len(index) == 13
+    assert_gets(index, [document(40, 3)])
+    with pytest.raises(DuplicateIdError, match="'p40' is already in the index"):
+        index.add([document(40, 3)])

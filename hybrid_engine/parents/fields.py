@@ -18,6 +18,7 @@ from hybrid_engine.chunking import Chunk, Chunker
 from hybrid_engine.corpus import DocIds, Document, document_text, document_title
 from hybrid_engine.errors import DuplicateIdError
 from hybrid_engine.live.documents import check_indexable, document_metadata
+from hybrid_engine.live.snapshot import Hit
 
 RESERVED_PREFIX = "_chunk."
 """Metadata field names starting with this are the index's own; user metadata may not use
@@ -141,3 +142,16 @@ def chunk_documents(parent: Parent, chunker: Chunker) -> list[dict[str, Any]]:
 def user_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """A chunk's metadata without the reserved fields: its parent's metadata."""
     return {name: value for name, value in metadata.items() if not name.startswith(RESERVED_PREFIX)}
+
+
+def parent_hit(first: Hit, score: float) -> Hit:
+    """The parent document of its chunk 0 ``first`` (a hit of the inner engine) as a hit of
+    ``score``: the parent's id, title, full text (``PARENT_TEXT`` where chunk 0 carries it,
+    else chunk 0's own text) and user metadata."""
+    return Hit(
+        first.metadata[PARENT],
+        score,
+        first.title,
+        first.metadata.get(PARENT_TEXT, first.text),
+        user_metadata(first.metadata),
+    )

@@ -3,6 +3,7 @@ searches, adds, replaces and deletes whole parent documents."""
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -14,19 +15,20 @@ import numpy as np
 from hybrid_engine.checks import check_int
 from hybrid_engine.chunking import Chunker
 from hybrid_engine.corpus import Document
-from hybrid_engine.errors import DuplicateIdError, IndexFormatError, UnknownIdError
-from hybrid_engine.ids import check_ids
+from hybrid_engine.errors import IndexFormatError
+from hybrid_engine.ids import MAX_ID_CHARS, check_ids
+from hybrid_engine.live.snapshot import Hit, found_hits
 from hybrid_engine.parents.aggregate import aggregate_parents, check_aggregate, merge_spans
 from hybrid_engine.parents.context import pack_context
 from hybrid_engine.parents.fields import (
     PARENT,
-    PARENT_TEXT,
     POSITION,
     chunk_documents,
     chunk_id,
+    parent_hit,
     read_parents,
-    user_metadata,
 )
+from hybrid_engine.parents.lifecycle import ParentLifecycle
 from hybrid_engine.parents.results import ChunkHit, ContextSpan, ParentHit, ParentSearchResult
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.result import HybridResult
@@ -35,7 +37,7 @@ UNITS = ("documents", "chunks")
 """What ``search`` ranks: parent documents (their chunks aggregated) or the chunks."""
 
 
-class ParentDocumentIndex:
+class ParentDocumentIndex(ParentLifecycle):
     """Parent documents indexed as chunks in a live ``HybridIndex``, searched and changed as
     whole documents.
 
@@ -48,20 +50,15 @@ class ParentDocumentIndex:
     its parents is in the inner engine's documents and its crash-safe commit.
 
     Build one with ``build`` or open one with ``load``; ``add``, ``upsert`` and ``delete``
-    stage changes by parent id and ``commit`` makes them visible, as in ``HybridIndex``.
+    stage changes by parent id, ``commit`` (or ``merge``) makes them visible and
+    ``rollback`` drops them; ``holds``, ``get`` and ``staged`` answer by parent id: the
+    lifecycle of ``HybridIndex``, with parents for its documents.
 
     Notes
     -----
     Thread-safety: as ``HybridIndex``: searches from any threads, one writer. A search reads
     the parents' texts from the commit it ran on.
     """
-
-    def __init__(self, engine: HybridIndex, chunker: Chunker, counts: dict[str, int]) -> None:
-        """Use ``build`` or ``load``; ``counts`` is the chunks of every committed parent."""
-        self._engine = engine
-        self._chunker = chunker
-        self._committed = counts
-        self._staged: dict[str, int] = {}  # parent -> chunks after the staged changes; 0: gone
 
     @classmethod
     def build(
@@ -140,126 +137,6 @@ class ParentDocumentIndex:
         chunker = chunker if chunker is not None else Chunker.load()
         return cls(engine, chunker, {parent: len(found) for parent, found in positions.items()})
 
-    # -- changes ------------------------------------------------------------------------------
-
-    def add(self, documents: Iterable[Document]) -> list[str]:
-        """Stage new parent documents (each needs an ``_id``: a ``str``, or an ``int`` taken
-        as its decimal string); ``commit`` makes them searchable.
-
-        Returns
-        -------
-        list of str
-            The ids of the parents staged, in order.
-
-        Raises
-        ------
-        DuplicateIdError
-            A parent id already in the index or staged (use ``upsert``), or given twice.
-            Nothing is staged on an error.
-        ValueError, TypeError
-            A document without ``_id`` or with a bad one (``ids.check_id``), one with
-            neither title nor text, a bad document or metadata value.
-        """
-        parents = read_parents(documents, ids_required=True)
-        for parent in parents:
-            if self._chunks_of(parent.id):
-                raise DuplicateIdError(
-                    f"parent id {parent.id!r} is already in the index (or staged); use upsert "
-                    "to replace it"
-                )
-        staged = {parent.id: chunk_documents(parent, self._chunker) for parent in parents}
-        self._engine.add([doc for chunks in staged.values() for doc in chunks])
-        self._staged.update({parent: len(chunks) for parent, chunks in staged.items()})
-        return list(staged)
-
-    def upsert(self, documents: Iterable[Document]) -> list[str]:
-        """Stage parent documents, replacing every chunk of those already in the index (a
-        parent whose new text has fewer chunks loses the others); as ``add`` otherwise.
-
-        Returns
-        -------
-        list of str
-            The ids of the parents staged, in order.
-        """
-        parents = read_parents(documents, ids_required=True)
-        staged = {parent.id: chunk_documents(parent, self._chunker) for parent in parents}
-        stale = [
-            chunk_id(parent, position)
-            for parent, chunks in staged.items()
-            for position in range(len(chunks), self._chunks_of(parent))
-        ]
-        self._engine.upsert([doc for chunks in staged.values() for doc in chunks])
-        self._engine.delete(stale)
-        self._staged.update({parent: len(chunks) for parent, chunks in staged.items()})
-        return list(staged)
-
-    def delete(self, ids: Iterable[str | int], *, missing_ok: bool = False) -> int:
-        """Stage the deletion of parent documents (all their chunks) by id.
-
-        Returns
-        -------
-        int
-            Parents deleted.
-
-        Raises
-        ------
-        UnknownIdError
-            A ``KeyError`` naming the first id that is neither in the index nor staged,
-            unless ``missing_ok`` (then unknown ids are skipped). Nothing is staged on an
-            error.
-        TypeError, ValueError
-            ``ids`` is a single id, or holds something that is no id (``ids.check_ids``: an
-            ``int`` is its decimal string).
-        """
-        parents: dict[str, int] = {}
-        for parent in check_ids(ids):
-            count = self._chunks_of(parent)
-            if count:
-                parents[parent] = count
-            elif not missing_ok:
-                raise UnknownIdError(
-                    f"parent id {parent!r} is not in the index (nor staged); pass "
-                    "missing_ok=True to skip unknown ids"
-                )
-        chunks = [
-            chunk_id(p, position) for p, count in parents.items() for position in range(count)
-        ]
-        self._engine.delete(chunks)
-        self._staged.update(dict.fromkeys(parents, 0))
-        return len(parents)
-
-    def commit(self, **options: Any) -> None:
-        """Make the staged changes visible and durable (``HybridIndex.commit``'s options:
-        ``embedding_cache``, ``num_threads``, ``show_progress``)."""
-        self._engine.commit(**options)
-        for parent, count in self._staged.items():
-            if count:
-                self._committed[parent] = count
-            else:
-                self._committed.pop(parent, None)
-        self._staged.clear()
-
-    @property
-    def has_staged(self) -> bool:
-        """Whether changes are staged and not committed yet (``close`` drops them)."""
-        return self._engine.has_staged
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the last commit to the new (or empty) directory ``path`` and attach to it, as
-        ``HybridIndex.save``."""
-        self._engine.save(path)
-
-    def close(self) -> None:
-        """Give up the directory's write lock; staged changes are dropped."""
-        self._engine.close()
-        self._staged.clear()
-
-    def __enter__(self) -> ParentDocumentIndex:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- reads --------------------------------------------------------------------------------
 
     @property
@@ -275,6 +152,51 @@ class ParentDocumentIndex:
     def __len__(self) -> int:
         """Parents of the last commit."""
         return len(self._committed)
+
+    def get(self, ids: Iterable[str | int], *, missing_ok: bool = False) -> list[Hit]:
+        """The parent documents of the last commit with these ids, in the order of ``ids``
+        (``HybridIndex.get``).
+
+        Parameters
+        ----------
+        ids : iterable of str or int
+            Parent ids (``ids.check_ids``: an ``int`` is its decimal string); an id given
+            twice comes back twice. Staged parents are not seen, as searches do not see them.
+        missing_ok : bool
+            Leave out the ids no committed parent has, instead of raising.
+
+        Returns
+        -------
+        list of Hit
+            One per id found: the parent's id, title, full text and metadata (its own, none
+            of the reserved ``_chunk.`` fields), as given to ``add``/``upsert``/``build``;
+            ``score`` NaN: a ``get`` is no search.
+
+        Raises
+        ------
+        UnknownIdError
+            A ``KeyError`` naming the first id not in the last commit, unless ``missing_ok``.
+        TypeError, ValueError
+            ``ids`` is a single id (wrap it in a list), or holds something that is no id.
+
+        Notes
+        -----
+        Thread-safe: every parent is read from the one commit that was the last when the
+        call started (its chunk 0 holds the parent whole).
+        """
+        ids = check_ids(ids)
+        firsts = [chunk_id(parent, 0) for parent in ids]
+        found = {  # a parent id too long to be a chunk's is in no index
+            hit.id: hit
+            for hit in self._engine.get(
+                [first for first in firsts if len(first) <= MAX_ID_CHARS], missing_ok=True
+            )
+        }
+        hits = [
+            None if (hit := found.get(first)) is None else parent_hit(hit, math.nan)
+            for first in firsts
+        ]
+        return found_hits(ids, hits, missing_ok=missing_ok)
 
     def __repr__(self) -> str:
         return (
@@ -382,20 +304,17 @@ class ParentDocumentIndex:
         )
         hits = []
         for (parent, score, chunks), first in zip(ranked, firsts, strict=True):
+            whole = parent_hit(first, score)
             hits.append(
                 ParentHit(
                     parent,
                     score,
-                    first.title,
-                    first.metadata.get(PARENT_TEXT, first.text),
-                    user_metadata(first.metadata),
+                    whole.title,
+                    whole.text,
+                    whole.metadata,
                     merge_spans([(c.start, c.end) for c in chunks]),
                     [c.id for c in chunks],
                     (chunks[0].start, chunks[0].end),
                 )
             )
         return hits
-
-    def _chunks_of(self, parent: str) -> int:
-        """Chunks of ``parent`` once the staged changes are committed (0: not there)."""
-        return self._staged.get(parent, self._committed.get(parent, 0))
