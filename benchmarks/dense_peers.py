@@ -42,10 +42,12 @@ RESCORE_SETTINGS = tuple(
     {"ef": ef, "oversample": os_} for ef, os_ in ((64, 2), (128, 2), (256, 2), (256, 4))
 )
 BINARY_SETTINGS = tuple(
-    {"ef": max(256, 10 * os_), "oversample": os_} for os_ in (4, 8, 16, 20, 32, 64)
+    {"ef": ef, "oversample": os_}
+    for ef, os_ in ((256, 4), (256, 8), (256, 16), (256, 20), (320, 32), (448, 45), (640, 64))
 )
 """Sign bits of MiniLM vectors need many candidates: at 254k real vectors, oversample 16 gives
-recall@10 0.94-0.95 and 32 gives 0.97 (docs/quantization.md), so the sweep goes to 64."""
+recall@10 0.94-0.95 and 32 gives 0.97 (docs/quantization.md), so the sweep goes to 64; 448/45
+is the engine's default for binary codes (``dense.params.DEFAULT_EF_SEARCH``)."""
 
 
 @dataclass

@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine import DenseIndex
-from hybrid_engine.dense.params import DEFAULT_EF_SEARCH
 
 
 def _per_query_ms(index: DenseIndex, queries: np.ndarray, k: int, exact: bool) -> float:
@@ -107,9 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--synthetic-queries", type=int, default=1000)
     parser.add_argument("--dim", type=int, default=384, help="of synthetic vectors")
     parser.add_argument("--sizes", type=int, nargs="+", help="corpus prefixes to index")
-    parser.add_argument(
-        "--ef", type=int, nargs="+", default=[16, 32, 64, DEFAULT_EF_SEARCH, 256, 512]
-    )
+    parser.add_argument("--ef", type=int, nargs="+", default=[16, 32, 64, 128, 256, 512])
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--metric", default="cosine", choices=["cosine", "ip"])
     parser.add_argument("--threads", type=int, default=None, help="graph build and batches")

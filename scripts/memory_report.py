@@ -1,10 +1,10 @@
 """Bytes per document of the default hybrid engine over the scale corpus, on disk and resident,
 per component, with load time and hybrid latency (issue 25).
 
-``build``: the default engine (BM25 and the int8 bi-encoder's dense leg, whatever
-``--quantization`` says, graph on int8 codes by default) over the 253,928 scale documents
-(gcide, wordnet, Wikipedia summaries; ``{_id, title, text}``), their vectors read from the
-embedding cache (``scripts/embed_scale.py --docs all`` fills it once), saved to ``--index``;
+``build``: the default engine (BM25 and the int8 bi-encoder's dense leg, its graph on the
+codes ``--quantization`` says, the engine's default, binary, unless told) over the 253,928 scale
+documents (gcide, wordnet, Wikipedia summaries; ``{_id, title, text}``), their vectors read from
+the embedding cache (``scripts/embed_scale.py --docs all`` fills it once), saved to ``--index``;
 prints the build's wall time and the bytes on disk of each component.
 
 ``build --derived N``: the same engine over the N documents ``scripts/scale_corpus.py`` derives

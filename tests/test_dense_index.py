@@ -127,7 +127,7 @@ def graph_index() -> DenseIndex:
 
 
 def test_hnsw_recall_at_default_ef(graph_index: DenseIndex) -> None:
-    assert graph_index.uses_graph and graph_index.ef_search == DEFAULT_EF_SEARCH
+    assert graph_index.uses_graph and graph_index.ef_search == DEFAULT_EF_SEARCH[None]
     result = graph_index.search(GRAPH_QUERIES, 10)
     truth = knn_float64(GRAPH_VECTORS, GRAPH_QUERIES, 10, "cosine")
     assert recall(result.ids, truth) >= 0.99
@@ -154,7 +154,7 @@ def test_low_ef_search_costs_recall_and_is_restorable(graph_index: DenseIndex) -
         # hnswlib uses max(ef, k): ef_search=1 still finds k candidates.
         low = recall(graph_index.search(GRAPH_QUERIES, 10).ids, truth)
     finally:
-        graph_index.ef_search = DEFAULT_EF_SEARCH
+        graph_index.ef_search = DEFAULT_EF_SEARCH[None]
     assert low < recall(graph_index.search(GRAPH_QUERIES, 10).ids, truth)
 
 
@@ -440,7 +440,7 @@ def test_properties() -> None:
     ip = DenseIndex.from_vectors(np.asfortranarray(VECTORS), metric="ip")
     np.testing.assert_array_equal(ip.vectors, VECTORS)
     assert ip.vectors.flags.c_contiguous and ip.vectors.dtype == np.float32
-    assert DEFAULT_EXACT_THRESHOLD >= 1 and DEFAULT_EF_SEARCH >= 10
+    assert DEFAULT_EXACT_THRESHOLD >= 1 and DEFAULT_EF_SEARCH[None] >= 10
 
 
 def test_query_dtypes_and_layouts_agree() -> None:
@@ -530,7 +530,7 @@ def test_bad_ef_search_setting() -> None:
     index = DenseIndex.from_vectors(VECTORS)
     with pytest.raises(ValueError, match="ef_search must be an int >= 1"):
         index.ef_search = 0
-    assert index.ef_search == DEFAULT_EF_SEARCH
+    assert index.ef_search == DEFAULT_EF_SEARCH[None]
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from dense_oracle import RandomVectorEncoder
 
 from hybrid_engine import DenseIndex, HybridIndex
 from hybrid_engine.dense.candidates import Candidates, pooled, search_pooled
+from hybrid_engine.dense.params import DEFAULT_OVERSAMPLE
 from hybrid_engine.dense.vector_file import VectorFile
 
 DIM = RandomVectorEncoder.dim
@@ -143,7 +144,7 @@ def test_an_engine_of_graph_segments_reads_one_pool_of_vectors_per_query(
         snapshot = cold._state.snapshot
         assert len(snapshot.segments) == 3
         assert all(s.dense is not None and s.dense.uses_graph for s in snapshot.segments)
-        oversample = {"int8": 3, "binary": 20}[quantization]
+        oversample = DEFAULT_OVERSAMPLE[quantization]
         vectors = encoder.encode([d["text"] for d in _docs(0, 1200)]).astype(np.float64)
         recalls = []
         for query in QUERIES:

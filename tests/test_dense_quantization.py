@@ -17,7 +17,7 @@ from live_oracle import QUERIES as LIVE_QUERIES
 from live_oracle import document
 
 from hybrid_engine import DenseIndex, HybridIndex, IndexFormatError
-from hybrid_engine.dense.params import DEFAULT_OVERSAMPLE
+from hybrid_engine.dense.params import DEFAULT_EF_SEARCH, DEFAULT_OVERSAMPLE
 from hybrid_engine.dense.quantization import Codes
 
 DIM = 48
@@ -116,6 +116,7 @@ def test_the_walk_ranks_by_the_estimate_of_the_definition(kind: str) -> None:
 def test_scores_are_exact_and_recall_holds(kind: str, metric: str) -> None:
     index = DenseIndex.from_vectors(VECTORS, metric=metric, quantization=kind, exact_threshold=0)
     assert index.quantization == kind and index.oversample == DEFAULT_OVERSAMPLE[kind]
+    assert index.ef_search == DEFAULT_EF_SEARCH[kind]
     found = index.search(QUERIES, 10)
     exact = index.search(QUERIES, len(VECTORS), exact=True)
     for row in range(len(QUERIES)):
@@ -188,6 +189,32 @@ def test_bad_options_are_refused(options, error, message) -> None:
         with pytest.raises(error, match=message):
             index.oversample = options["oversample"]
         assert index.oversample == 1.0
+
+
+def test_an_engine_walks_binary_codes_by_default_and_keeps_a_chosen_quantization(
+    tmp_path: Path,
+) -> None:
+    """A new engine's dense leg: binary codes with their own list and oversampling unless
+    ``dense_options`` chooses; each choice reaches the segments a later commit writes."""
+    docs = [document(i) for i in range(6)]
+    for options, kind, ef_search in (
+        ({}, "binary", 448),
+        ({"quantization": "int8"}, "int8", 256),
+        ({"quantization": None}, None, 256),
+        ({"quantization": "binary", "ef_search": 100}, "binary", 100),
+    ):
+        path = tmp_path / f"{kind}-{ef_search}"
+        engine = HybridIndex.build(docs, encoder=HashingEncoder(), dense_options=options)
+        engine.save(path)
+        engine.add([document(i) for i in range(6, 9)])
+        engine.commit()
+        engine.close()
+        with HybridIndex.load(path, encoder=HashingEncoder()) as again:
+            legs = [segment.dense for segment in again._state.snapshot.segments]
+        assert len(legs) == 2
+        for leg in legs:
+            assert leg is not None and leg.quantization == kind and leg.ef_search == ef_search
+            assert leg.oversample == {None: 1.0, "int8": 3.0, "binary": 45.0}[kind]
 
 
 @pytest.mark.parametrize("kind", ["int8", "binary"])

@@ -27,7 +27,7 @@ from hybrid_engine.dense.encoding import (
 )
 from hybrid_engine.dense.format import read_dense, write_dense
 from hybrid_engine.dense.growth import DenseGrowth
-from hybrid_engine.dense.params import DEFAULT_EF_SEARCH, DEFAULT_EXACT_THRESHOLD, DenseParams
+from hybrid_engine.dense.params import DEFAULT_EXACT_THRESHOLD, DenseParams, checked_ef_search
 from hybrid_engine.dense.store import VectorStore
 from hybrid_engine.protocols import TextEncoder
 from hybrid_engine.results import SearchResult, hits_width
@@ -70,7 +70,7 @@ class DenseIndex(DenseGrowth):
         metric: str = "cosine",
         m: int = 16,
         ef_construction: int = 200,
-        ef_search: int = DEFAULT_EF_SEARCH,
+        ef_search: int | None = None,
         exact_threshold: int = DEFAULT_EXACT_THRESHOLD,
         quantization: str | None = None,
         oversample: float | None = None,
@@ -94,8 +94,9 @@ class DenseIndex(DenseGrowth):
             similarities; ``"ip"`` scores raw inner products.
         m, ef_construction : int
             HNSW graph degree (hnswlib's ``M``, 2 to 10,000) and build-time candidate list size.
-        ef_search : int
-            HNSW search-time candidate list size (see ``DEFAULT_EF_SEARCH``); settable later.
+        ef_search : int, optional
+            HNSW search-time candidate list size; None: the quantization's
+            ``DEFAULT_EF_SEARCH`` (256; binary codes 448). Settable later.
         exact_threshold : int
             Up to this many vectors no graph is built and searches are exact.
         quantization : {None, "int8", "binary"}
@@ -128,7 +129,7 @@ class DenseIndex(DenseGrowth):
             ``TextEncoder`` or returns something other than a float32 array.
         """
         params = DenseParams(metric, m, ef_construction, exact_threshold, quantization, oversample)
-        ef_search = check_int("ef_search", ef_search, 1)
+        ef_search = checked_ef_search(ef_search, params.quantization)
         batch_size = check_int("batch_size", batch_size, 1)
         threads = check_threads(num_threads)
         dim = check_encoder(encoder)
@@ -151,7 +152,7 @@ class DenseIndex(DenseGrowth):
         metric: str = "cosine",
         m: int = 16,
         ef_construction: int = 200,
-        ef_search: int = DEFAULT_EF_SEARCH,
+        ef_search: int | None = None,
         exact_threshold: int = DEFAULT_EXACT_THRESHOLD,
         quantization: str | None = None,
         oversample: float | None = None,
@@ -183,7 +184,7 @@ class DenseIndex(DenseGrowth):
             ``TextEncoder``.
         """
         params = DenseParams(metric, m, ef_construction, exact_threshold, quantization, oversample)
-        ef_search = check_int("ef_search", ef_search, 1)
+        ef_search = checked_ef_search(ef_search, params.quantization)
         threads = check_threads(num_threads)
         matrix = _vectors.prepare(vectors, "vectors", metric)
         if len(matrix) == 0:
