@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import ray
 
-from hybrid_engine import Analyzer, EmbeddingCache, HybridIndex
+from hybrid_engine import Analyzer, EmbeddingCache, HybridIndex, Stack
 from hybrid_engine.distributed import ShardedIndex, ShardUnavailableError
 from hybrid_engine.distributed.cluster import ShardCalls
 from hybrid_engine.distributed.partition import SEQ_FIELD, shard_of
@@ -105,20 +105,17 @@ def _build(data: dict[str, Any], tmp_path: Path, n_shards: int, **options: Any) 
 def _legs(index: ShardedIndex, queries: list[str], width: int, where: Any = None) -> dict:
     """The merged top ``width`` of every leg, as (doc ids, scores) per query."""
     plan = SearchPlan.checked(
+        queries,
         10,
-        fusion="dbsf",
-        weights=None,
-        depth=width,
-        rerank=None,
-        blend=None,
-        mmr=None,
-        mmr_candidates=30,
-        filter=where,
         retrievers=index.retrievers,
         verdict=None,
+        dim=None,
+        fusion="dbsf",
+        depth=width,
+        filter=where,
     )
     search = ShardedSearch(index._shards, index.generation, plan, {})
-    found = search.legs(queries, None)
+    found = search.legs(queries, None, None)
     documents = search.fetch("documents", np.concatenate([r.ids for r in found.values()]))
     return _named(found, lambda seq: documents[seq]["id"])
 
@@ -188,6 +185,23 @@ def test_results_equal_one_index(
             index.search(queries, 10, filter=where), single.search(queries, 10, filter=where)
         )
         _assert_same_hits(index.search(queries, 10, mmr=0.5), single.search(queries, 10, mmr=0.5))
+        # The same options as one index (one SearchPlan): a stack, the dense leg's queries as
+        # vectors (other queries' vectors, so that the texts could not give the same hits).
+        stack = Stack(retrievers=("bm25", "dense"), fusion="rrf", weights={"bm25": 2.0}, depth=50)
+        _assert_same_hits(
+            index.search(queries, 10, stack=stack), single.search(queries, 10, stack=stack)
+        )
+        vectors = single.encoder.encode(queries[::-1])
+        _assert_same_hits(
+            index.search(queries, 10, query_vectors=vectors),
+            single.search(queries, 10, query_vectors=vectors),
+        )
+        with pytest.raises(ValueError, match=r"give either stack= or fusion"):
+            index.search(queries, 10, stack=stack, depth=20)
+        for refused in ({"budget_ms": 50.0}, {"facets": ["year"]}, {"expression": "score"}):
+            (name,) = refused
+            with pytest.raises(ValueError, match=f"^{name}: not available on a sharded index"):
+                index.search(queries, 10, **refused)
         # A filter passing fewer than k documents: every one of them, on every shard.
         few = {"year": {"$lte": 2000}}
         _assert_same_hits(

@@ -28,6 +28,7 @@ from hybrid_engine.cli._values import (
     positive_int,
     unit_float,
 )
+from hybrid_engine.distributed import index as distributed_index
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.pipeline.engine import HybridIndex
@@ -300,18 +301,16 @@ def shared_options(
 
 
 NOT_SHARDED = (
-    ("budget_ms", "--budget-ms"),
-    ("facets", "--facets"),
-    ("decay", "--decay"),
-    ("expression", "--expression"),
+    *((name, "--" + name.replace("_", "-")) for name in distributed_index.NOT_SHARDED),
     ("highlight", "--highlight"),
     ("explain", "--explain"),
     ("variant", "--variant"),
     ("mmap", "--mmap"),
     ("allow_degraded", "--allow-degraded"),
 )
-"""The options ``search`` has for one index and not yet for a sharded one (its ``search``
-lacks them: issue 30's one contract), by ``args`` attribute."""
+"""The options ``search`` has for one index and not yet for a sharded one (the search options
+``distributed.index.NOT_SHARDED`` names, and what a ``ShardedResult`` has no reader for yet),
+by ``args`` attribute: refused before the shards are opened."""
 
 
 def run_sharded(

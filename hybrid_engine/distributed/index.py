@@ -10,7 +10,6 @@ candidates once. So its results are those of one ``HybridIndex`` over the same d
 
 from __future__ import annotations
 
-import inspect
 import math
 import shutil
 import time
@@ -21,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from hybrid_engine.checks import check_int, check_queries, nonblank_rows
+from hybrid_engine.checks import check_int, nonblank_rows
 from hybrid_engine.corpus import Document
 from hybrid_engine.distributed.cluster import (
     ShardCalls,
@@ -49,7 +48,7 @@ from hybrid_engine.pipeline.asynchronous import in_worker
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.plan import SearchPlan
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
-from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
+from hybrid_engine.pipeline.stack import DEFAULT_DEPTH, Stack
 
 
 class ShardedIndex:
@@ -391,6 +390,7 @@ class ShardedIndex:
         queries: str | Sequence[str] | np.ndarray,
         k: int = 10,
         *,
+        stack: Stack | None = None,
         fusion: str = DEFAULT_METHOD,
         weights: Mapping[str, float] | None = None,
         depth: int = DEFAULT_DEPTH,
@@ -400,13 +400,18 @@ class ShardedIndex:
         mmr_candidates: int = 30,
         filter: Mapping[str, Any] | Filter | None = None,
         num_threads: int | None = None,
+        query_vectors: np.ndarray | None = None,
         strict: bool = False,
+        budget_ms: float | None = None,
         offset: int = 0,
         min_score: float | None = None,
+        facets: Sequence[str] | None = None,
+        decay: Mapping[str, Any] | None = None,
+        expression: str | None = None,
     ) -> ShardedResult:
         """Search every shard and return what one ``HybridIndex`` over all of them would
-        (``HybridIndex.search`` documents the parameters; ``filter`` runs inside every leg of
-        every shard).
+        (``HybridIndex.search`` documents the parameters, the same here; ``filter`` runs
+        inside every leg of every shard, ``query_vectors`` go to every shard's dense leg).
 
         Parameters
         ----------
@@ -417,14 +422,21 @@ class ShardedIndex:
         Raises
         ------
         ValueError, TypeError
-            Bad queries or parameters, as ``HybridIndex.search`` raises them.
+            Bad queries or parameters, as ``HybridIndex.search`` raises them; ``budget_ms``,
+            ``facets``, ``decay`` or ``expression`` given (``NOT_SHARDED``: a sharded search
+            does not run them yet), named.
         ShardUnavailableError
             ``strict`` and a shard did not answer, or no shard answered.
         """
         start = time.perf_counter()
-        texts = check_queries(queries)
+        encoder = self._shards.encoder
         plan = SearchPlan.checked(
+            queries,
             k,
+            retrievers=self._retrievers,
+            verdict=self._verdict,
+            dim=encoder.dim if encoder is not None else None,
+            stack=stack,
             fusion=fusion,
             weights=weights,
             depth=depth,
@@ -433,19 +445,25 @@ class ShardedIndex:
             mmr=mmr,
             mmr_candidates=mmr_candidates,
             filter=filter,
-            retrievers=self._retrievers,
-            verdict=self._verdict,
+            query_vectors=query_vectors,
             strict=strict,
+            budget_ms=budget_ms,
             offset=offset,
             min_score=min_score,
+            facets=facets,
+            decay=decay,
+            expression=expression,
         )
+        plan.refuse(NOT_SHARDED, "a sharded index")
         generation = self._writes.generation
         plan = plan.bounded(self._live_count(generation))  # memory bounded by the documents
+        texts = plan.texts
         rows = nonblank_rows(texts)
         asked = [texts[row] for row in rows]
+        vectors = None if plan.query_vectors is None else plan.query_vectors[rows]
         timings: dict[str, float] = {}
         search = ShardedSearch(self._shards, generation, plan, timings)
-        found = search.legs(asked, num_threads) if asked else {}
+        found = search.legs(asked, num_threads, vectors) if asked else {}
         scores = np.full((len(texts), max(plan.k - plan.offset, 0)), -np.inf, np.float32)
         hit_lists: list[list[Hit]] = [[] for _ in texts]
         if found:
@@ -466,30 +484,14 @@ class ShardedIndex:
         self, queries: str | Sequence[str] | np.ndarray, k: int = 10, **options: Any
     ) -> ShardedResult:
         """``search(queries, k, **options)`` in a worker thread, without blocking the event
-        loop (``HybridIndex.asearch``).
-
-        Raises
-        ------
-        ValueError
-            An option of ``HybridIndex.search`` that a sharded index does not have yet
-            (``SEARCH_OPTIONS`` lists those it has), named; or as ``search``.
-        """
-        unknown = [name for name in options if name not in SEARCH_OPTIONS]
-        if unknown:
-            raise ValueError(
-                f"{', '.join(unknown)}: not available on a sharded index yet; leave them out "
-                "(a sharded search takes " + ", ".join(sorted(SEARCH_OPTIONS)) + ")"
-            )
+        loop (``HybridIndex.asearch``)."""
         return await in_worker(self.search, queries, k, **options)
 
 
-SEARCH_OPTIONS = frozenset(inspect.signature(ShardedIndex.search).parameters) - {
-    "self",
-    "queries",
-    "k",
-}
-"""The keyword options of ``ShardedIndex.search`` (``HybridIndex.search`` has more: issue 30's
-one contract)."""
+NOT_SHARDED = ("budget_ms", "facets", "decay", "expression")
+"""The search options (``plan.SEARCH_OPTIONS``) a sharded search does not run yet: each needs
+the fused candidates' metadata (facets, decay, expression) or stage estimates (budget_ms) that
+the coordinator does not gather; refused by name (``SearchPlan.refuse``)."""
 
 
 def _query_model(kind: type[Any], record: tuple[str, str, str] | None) -> Any:

@@ -145,12 +145,17 @@ class ShardedSearch:
         )
         return not failures
 
-    def legs(self, asked: list[str], num_threads: int | None) -> dict[str, SearchResult]:
-        """Each leg's top ``plan.width`` over every shard that answered, merged by score."""
+    def legs(
+        self, asked: list[str], num_threads: int | None, dense_vectors: np.ndarray | None
+    ) -> dict[str, SearchResult]:
+        """Each leg's top ``plan.width`` over every shard that answered, merged by score;
+        ``dense_vectors`` (one row per query of ``asked``) are the dense leg's queries, None:
+        ``asked`` encoded."""
         shards, plan = self.shards, self.plan
         start = time.perf_counter()
         splade_vectors = None
-        if shards.encoder is not None:
+        self.dense_vectors = dense_vectors
+        if shards.encoder is not None and dense_vectors is None:
             self.dense_vectors = sided(shards.encoder, QUERY).encode(asked)
         if shards.splade is not None:
             splade_vectors = shards.splade.encode(asked)

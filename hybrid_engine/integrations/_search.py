@@ -3,19 +3,16 @@ checked when an adapter is made, and the text a hit hands to a framework."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hybrid_engine import Hit, HybridIndex
+from hybrid_engine import Hit
+from hybrid_engine.pipeline import plan
 
-SEARCH_OPTIONS = frozenset(
-    name
-    for name, parameter in inspect.signature(HybridIndex.search).parameters.items()
-    if name not in ("self", "queries")
-)
-"""The parameters of ``HybridIndex.search`` after the queries: ``k``, ``filter``,
-``rerank``, ``mmr``, ``fusion``, ``weights``, ``depth`` and the others it documents."""
+SEARCH_OPTIONS = frozenset(("k", *plan.SEARCH_OPTIONS))
+"""The parameters of a search after the queries (``plan.SEARCH_OPTIONS`` and ``k``):
+``filter``, ``rerank``, ``mmr``, ``fusion``, ``weights``, ``depth`` and the others
+``HybridIndex.search`` documents."""
 
 
 def check_search_options(

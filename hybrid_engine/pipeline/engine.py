@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from hybrid_engine.checks import check_queries
 from hybrid_engine.corpus import DocIds, Document, document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
@@ -40,8 +39,8 @@ from hybrid_engine.pipeline.lifecycle import Lifecycle
 from hybrid_engine.pipeline.plan import SearchPlan
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
 from hybrid_engine.pipeline.result import HybridResult
-from hybrid_engine.pipeline.stack import DEFAULT_DEPTH, Stack, build_retrievers, search_options
-from hybrid_engine.pipeline.stages import Models, check_query_vectors, run_search
+from hybrid_engine.pipeline.stack import DEFAULT_DEPTH, Stack, build_retrievers
+from hybrid_engine.pipeline.stages import Models, run_search
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.sparse.index import SpladeIndex
 
@@ -414,12 +413,14 @@ class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):
             ``strict``, and a leg read a damaged part of the index that the load did not
             check (a posting list of a load without ``verify``: checked when first read).
         """
-        fusion, weights, depth, rerank = search_options(
-            stack, fusion, weights, depth, rerank, self._planned_retrievers
-        )
-        texts = check_queries(queries)
+        state = self._state
         plan = SearchPlan.checked(
+            queries,
             k,
+            retrievers=self._planned_retrievers,
+            verdict=self._verdict,
+            dim=state.encoder.dim if state.encoder is not None else None,
+            stack=stack,
             fusion=fusion,
             weights=weights,
             depth=depth,
@@ -428,8 +429,7 @@ class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):
             mmr=mmr,
             mmr_candidates=mmr_candidates,
             filter=filter,
-            retrievers=self._planned_retrievers,
-            verdict=self._verdict,
+            query_vectors=query_vectors,
             strict=strict,
             budget_ms=budget_ms,
             offset=offset,
@@ -438,25 +438,21 @@ class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):
             decay=decay,
             expression=expression,
         )
-        state = self._state
-        if query_vectors is not None:
-            dim = state.encoder.dim if state.encoder is not None else 0
-            query_vectors = check_query_vectors(query_vectors, len(texts), dim, self.retrievers)
         snapshot = self._snapshot  # one commit for the whole search
         plan = plan.bounded(snapshot.num_live)
         reranker = self._reranker if plan.rerank is not None else None
         models = Models(state.encoder, state.splade_encoder, reranker)
         snapshot.check_filter(plan.where)
-        groups = query_groups(snapshot, texts, snapshot.allowed(plan.where))
+        groups = query_groups(snapshot, plan.texts, snapshot.allowed(plan.where))
         return run_search(
             plan,
             snapshot,
             self._planned_retrievers,
-            texts,
+            plan.texts,
             models,
             groups,
             num_threads,
-            query_vectors,
+            plan.query_vectors,
             health=self._health,
             unloaded=self._unloaded,
         )

@@ -1,19 +1,24 @@
-"""What one ``HybridIndex.search`` runs: its parameters, checked once before any stage."""
+"""What one search runs: its queries and parameters, checked once before any stage, in one place
+for every kind of index (``HybridIndex``, ``ShardedIndex``, and ``ParentDocumentIndex`` through
+its inner engine) and every door that reaches them (API, CLI, server, adapters)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from hybrid_engine.checks import check_int, check_k
+import numpy as np
+
+from hybrid_engine.checks import check_int, check_k, check_queries
 from hybrid_engine.metadata import Filter
 from hybrid_engine.pipeline.budget import check_budget
 from hybrid_engine.pipeline.facets import check_facets
-from hybrid_engine.pipeline.fusion import check_method, check_weights
+from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, check_method, check_weights
 from hybrid_engine.pipeline.legs import leg_weights
 from hybrid_engine.pipeline.rerank import RerankerVerdict, check_blend
 from hybrid_engine.pipeline.rescore import Decay, Expression, check_decay, check_expression
+from hybrid_engine.pipeline.stack import DEFAULT_DEPTH, Stack, search_options
 from hybrid_engine.results import hits_width
 
 
@@ -24,6 +29,8 @@ class SearchPlan:
 
     Attributes
     ----------
+    texts : list of str
+        The query texts (blank ones kept: a query without hits).
     k : int
         Hits per query ranked: the page and the ``offset`` hits before it (``bounded``: at
         most the live documents).
@@ -58,8 +65,11 @@ class SearchPlan:
         None: no counts.
     decay, expression : Decay, Expression or None
         The rescoring of the fused candidates (``rescore``); None: none.
+    query_vectors : numpy.ndarray or None
+        The dense leg's queries, float32 ``(len(texts), dim)``; None: the texts are encoded.
     """
 
+    texts: list[str]
     k: int
     fusion: str
     weights: list[float] | None
@@ -76,22 +86,27 @@ class SearchPlan:
     facets: tuple[str, ...] | None = None
     decay: Decay | None = None
     expression: Expression | None = None
+    query_vectors: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def checked(
         cls,
+        queries: str | Sequence[str] | np.ndarray,
         k: int,
         *,
-        fusion: str,
-        weights: Mapping[str, float] | None,
-        depth: int,
-        rerank: int | None,
-        blend: float | None,
-        mmr: float | None,
-        mmr_candidates: int,
-        filter: Mapping[str, Any] | Filter | None,
         retrievers: tuple[str, ...],
         verdict: RerankerVerdict | None,
+        dim: int | None,
+        stack: Stack | None = None,
+        fusion: str = DEFAULT_METHOD,
+        weights: Mapping[str, float] | None = None,
+        depth: int = DEFAULT_DEPTH,
+        rerank: int | None = None,
+        blend: float | None = None,
+        mmr: float | None = None,
+        mmr_candidates: int = 30,
+        filter: Mapping[str, Any] | Filter | None = None,
+        query_vectors: np.ndarray | None = None,
         strict: bool = False,
         budget_ms: float | None = None,
         offset: int = 0,
@@ -100,15 +115,21 @@ class SearchPlan:
         decay: Mapping[str, Any] | None = None,
         expression: str | None = None,
     ) -> SearchPlan:
-        """The plan of ``HybridIndex.search``'s parameters (documented there) for an engine
-        of ``retrievers`` whose reranker got ``verdict`` from its gate (None: no reranker).
-        A reranker the gate refused leaves ``rerank`` None: the fused ranking is served.
+        """The plan of a search's queries and options (``HybridIndex.search`` documents them;
+        ``SEARCH_OPTIONS`` names them) for an index of ``retrievers`` whose reranker got
+        ``verdict`` from its gate (None: no reranker) and whose dense leg makes vectors of
+        ``dim`` dimensions (None: no dense leg loaded). A reranker the gate refused leaves
+        ``rerank`` None: the fused ranking is served.
 
         Raises
         ------
         ValueError, TypeError
-            As ``HybridIndex.search`` raises them for bad parameters.
+            As ``HybridIndex.search`` raises them for bad queries or parameters.
         """
+        texts = check_queries(queries)
+        fusion, weights, depth, rerank = search_options(
+            stack, fusion, weights, depth, rerank, retrievers
+        )
         plan_weights = leg_weights(weights, retrievers)
         if mmr is not None and "dense" not in retrievers:
             raise ValueError(
@@ -131,6 +152,7 @@ class SearchPlan:
         offset = check_int("offset", offset, 0)
         k = check_k(k) + offset  # the page is the end of one ranking of k + offset hits
         return cls(
+            texts=texts,
             k=k,
             fusion=fusion,
             weights=plan_weights,
@@ -147,7 +169,23 @@ class SearchPlan:
             facets=check_facets(facets),
             decay=check_decay(decay),
             expression=check_expression(expression),
+            query_vectors=(
+                None
+                if query_vectors is None
+                else _check_query_vectors(query_vectors, len(texts), dim)
+            ),
         )
+
+    def refuse(self, options: Sequence[str], index: str) -> None:
+        """Raise a ValueError naming each of ``options`` that this plan uses (fields that are
+        None when left out: ``budget_ms``, ``facets``, ``decay``, ``expression``,
+        ``query_vectors``): what an index of the kind ``index`` names does not run."""
+        used = [name for name in options if getattr(self, name) is not None]
+        if used:
+            raise ValueError(
+                f"{', '.join(used)}: not available on {index} yet; leave "
+                f"{'it' if len(used) == 1 else 'them'} out"
+            )
 
     def bounded(self, n_docs: int) -> SearchPlan:
         """This plan over a collection of ``n_docs`` live documents: ``k`` becomes
@@ -179,6 +217,62 @@ class SearchPlan:
     def width(self) -> int:
         """Hits each leg is asked for."""
         return max(self.candidates, self.depth)
+
+
+SEARCH_OPTIONS = (
+    "stack",
+    "fusion",
+    "weights",
+    "depth",
+    "rerank",
+    "blend",
+    "mmr",
+    "mmr_candidates",
+    "filter",
+    "num_threads",
+    "query_vectors",
+    "strict",
+    "budget_ms",
+    "offset",
+    "min_score",
+    "facets",
+    "decay",
+    "expression",
+)
+"""The keyword options of a search, the same on every kind of index (``HybridIndex.search``
+documents them): all but ``num_threads`` (how, not what) are checked by ``SearchPlan.checked``."""
+
+
+def _check_query_vectors(query_vectors: object, n_queries: int, dim: int | None) -> np.ndarray:
+    """``query_vectors`` as a C-contiguous float32 ``(n_queries, dim)`` array.
+
+    Raises
+    ------
+    ValueError
+        The index has no dense leg (``dim`` None), another shape, or a NaN or infinite value.
+    TypeError
+        Not a numpy array, or not float32 (cast with ``.astype(np.float32)``).
+    """
+    if dim is None:
+        raise ValueError(
+            "query_vectors are the dense leg's queries, but this index has no dense leg; "
+            "build it with retrievers=('bm25', 'dense')"
+        )
+    if not isinstance(query_vectors, np.ndarray):
+        raise TypeError(f"query_vectors must be a numpy array, got {type(query_vectors).__name__}")
+    if query_vectors.dtype != np.float32:
+        raise TypeError(
+            f"query_vectors must be float32, got {query_vectors.dtype}: cast with "
+            ".astype(np.float32)"
+        )
+    if query_vectors.shape != (n_queries, dim):
+        raise ValueError(
+            f"query_vectors must have shape (n_queries, dim) = ({n_queries}, {dim}), one row "
+            f"per query, got {query_vectors.shape}"
+        )
+    if not np.isfinite(query_vectors).all():
+        raise ValueError("query_vectors hold a NaN or infinite value")
+    return np.ascontiguousarray(query_vectors)
 
 
 def _check_strict(strict: object) -> bool:

@@ -42,41 +42,6 @@ class Models:
     reranker: PairScorer | None
 
 
-def check_query_vectors(
-    query_vectors: object, n_queries: int, dim: int, retrievers: Sequence[str]
-) -> np.ndarray:
-    """``HybridIndex.search``'s ``query_vectors`` as a C-contiguous float32 ``(n_queries,
-    dim)`` array.
-
-    Raises
-    ------
-    ValueError
-        The index has no dense leg, another shape, or a NaN or infinite value.
-    TypeError
-        Not a numpy array, or not float32 (cast with ``.astype(np.float32)``).
-    """
-    if "dense" not in retrievers:
-        raise ValueError(
-            "query_vectors are the dense leg's queries, but this index has no dense leg; "
-            "build it with retrievers=('bm25', 'dense')"
-        )
-    if not isinstance(query_vectors, np.ndarray):
-        raise TypeError(f"query_vectors must be a numpy array, got {type(query_vectors).__name__}")
-    if query_vectors.dtype != np.float32:
-        raise TypeError(
-            f"query_vectors must be float32, got {query_vectors.dtype}: cast with "
-            ".astype(np.float32)"
-        )
-    if query_vectors.shape != (n_queries, dim):
-        raise ValueError(
-            f"query_vectors must have shape (n_queries, dim) = ({n_queries}, {dim}), one row "
-            f"per query, got {query_vectors.shape}"
-        )
-    if not np.isfinite(query_vectors).all():
-        raise ValueError("query_vectors hold a NaN or infinite value")
-    return np.ascontiguousarray(query_vectors)
-
-
 def run_search(
     plan: SearchPlan,
     snapshot: Snapshot,

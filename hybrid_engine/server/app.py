@@ -188,8 +188,12 @@ def create_app(
         extras = ("highlight", "explain")
         searched = {name: value for name, value in options.items() if name not in extras}
         if isinstance(engine, ShardedIndex):
-            # It has neither yet: asked for, they are named in its refusal.
-            searched.update((name, True) for name in extras if options.get(name))
+            asked = [name for name in extras if options.get(name)]
+            if asked:  # a ShardedResult has no reader for them yet
+                raise ValueError(
+                    f"{', '.join(asked)}: not available on a sharded index yet; leave "
+                    f"{'it' if len(asked) == 1 else 'them'} out"
+                )
             sharded = await engine.asearch(texts, **searched)
             metrics.observe_stages(sharded.timings, len(texts))
             metrics.observe_shards(sharded.missing_shards, sharded.shard_timings)

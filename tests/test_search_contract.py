@@ -1,0 +1,95 @@
+"""One search contract (issue 30): every kind of index takes the same search options, checked
+once by ``SearchPlan.checked``; what a kind does not run yet is refused by name."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hybrid_engine import HybridIndex, ParentDocumentIndex
+from hybrid_engine.distributed import ShardedIndex
+from hybrid_engine.distributed.index import NOT_SHARDED
+from hybrid_engine.integrations._search import SEARCH_OPTIONS as ADAPTER_OPTIONS
+from hybrid_engine.pipeline.plan import SEARCH_OPTIONS, SearchPlan
+
+PACKAGE = Path(__file__).resolve().parents[1] / "hybrid_engine"
+
+
+def _options(function: object) -> list[str]:
+    """The keyword-only parameters of ``function``, in order."""
+    return [
+        name
+        for name, parameter in inspect.signature(function).parameters.items()  # type: ignore[arg-type]
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+
+
+def test_every_index_kind_takes_the_same_search_options() -> None:
+    assert _options(HybridIndex.search) == list(SEARCH_OPTIONS)
+    one, sharded = inspect.signature(HybridIndex.search), inspect.signature(ShardedIndex.search)
+    assert [(p.name, p.default) for p in one.parameters.values()] == [
+        (p.name, p.default) for p in sharded.parameters.values()
+    ]
+    assert ADAPTER_OPTIONS == {"k", *SEARCH_OPTIONS}
+    # A parent index passes the options to its inner engine's search.
+    parameters = inspect.signature(ParentDocumentIndex.search).parameters
+    assert parameters["options"].kind is inspect.Parameter.VAR_KEYWORD
+    assert set(NOT_SHARDED) < set(SEARCH_OPTIONS)
+
+
+def test_the_plan_checks_queries_stack_and_query_vectors_once() -> None:
+    plan = SearchPlan.checked(
+        "one query", 5, retrievers=("bm25", "dense"), verdict=None, dim=3, offset=2
+    )
+    assert plan.texts == ["one query"] and plan.k == 7 and plan.query_vectors is None
+    vectors = np.ones((2, 3), np.float32)
+    plan = SearchPlan.checked(
+        ["a", "b"], 5, retrievers=("bm25", "dense"), verdict=None, dim=3, query_vectors=vectors
+    )
+    np.testing.assert_array_equal(plan.query_vectors, vectors)
+    cases = [
+        ({"queries": 3}, TypeError, "str"),
+        ({"query_vectors": vectors, "dim": None}, ValueError, "no dense leg"),
+        ({"query_vectors": vectors[:1]}, ValueError, r"shape \(n_queries, dim\) = \(2, 3\)"),
+        ({"query_vectors": vectors.astype(np.float64)}, TypeError, "must be float32"),
+    ]
+    for change, error, message in cases:
+        arguments = {"queries": ["a", "b"], "dim": 3, **change}
+        with pytest.raises(error, match=message):
+            SearchPlan.checked(
+                arguments.pop("queries"), 5, retrievers=("bm25", "dense"), verdict=None,
+                **arguments,
+            )  # fmt: skip
+
+
+def test_a_plan_refuses_by_name_what_an_index_does_not_run() -> None:
+    plan = SearchPlan.checked(
+        ["q"], 5, retrievers=("bm25",), verdict=None, dim=None, budget_ms=20.0, facets=["tag"]
+    )
+    with pytest.raises(ValueError, match=r"^budget_ms, facets: not available on a kind yet"):
+        plan.refuse(("budget_ms", "facets", "decay"), "a kind")
+    SearchPlan.checked(["q"], 5, retrievers=("bm25",), verdict=None, dim=None).refuse(
+        NOT_SHARDED, "a sharded index"
+    )
+
+
+CHECKS = {"check_queries", "search_options", "check_budget", "check_facets", "check_decay"}
+"""What checks a search's arguments: called by ``SearchPlan.checked`` only."""
+
+
+def test_no_search_argument_is_checked_outside_the_plan() -> None:
+    """The search methods of the indexes call none of the argument checks themselves."""
+    for path in ("pipeline/engine.py", "distributed/index.py", "parents/index.py"):
+        tree = ast.parse((PACKAGE / path).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and "search" in node.name:
+                called = {
+                    getattr(call.func, "id", getattr(call.func, "attr", ""))
+                    for call in ast.walk(node)
+                    if isinstance(call, ast.Call)
+                }
+                assert not called & CHECKS, (path, node.name, called & CHECKS)
