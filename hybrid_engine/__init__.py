@@ -1,5 +1,6 @@
 """hybrid_engine: embedded, CPU-only hybrid retrieval."""
 
+from hybrid_engine._moved import install_moved_modules
 from hybrid_engine._version import __version__
 from hybrid_engine.dense import DenseIndex, EmbeddingCache
 from hybrid_engine.errors import (
@@ -24,7 +25,7 @@ from hybrid_engine.errors import (
 )
 from hybrid_engine.feedback import RM3, Rocchio
 from hybrid_engine.lexical import Analyzer, AnalyzerConfig, BM25Index, BM25Params
-from hybrid_engine.live import Hit, MergePolicy, StagedChanges
+from hybrid_engine.live import MergePolicy, StagedChanges
 from hybrid_engine.metadata import Filter, MetadataColumns
 from hybrid_engine.models import CrossEncoder, Encoder, SpladeEncoder
 from hybrid_engine.parents import (
@@ -42,8 +43,10 @@ from hybrid_engine.pipeline import (
     mmr,
     rerank,
 )
-from hybrid_engine.results import PAD_ID, SearchResult, SparseVectors
+from hybrid_engine.result import PAD_ID, Hit, SearchResult, SparseVectors
 from hybrid_engine.sparse import SpladeIndex
+
+install_moved_modules()  # old module paths still import (_moved.MOVED)
 
 __all__ = [
     "PAD_ID",

@@ -2,7 +2,8 @@
 
 Every error hybrid_engine raises itself derives from ``HybridEngineError`` and from the
 built-in type a caller would catch for it (``ValueError``, ``KeyError``, ``RuntimeError``,
-``FileNotFoundError``); every warning derives from ``UserWarning``. The modules they were
+``FileNotFoundError``); every warning derives from ``UserWarning``, except that an old module
+path warns with the built-in ``DeprecationWarning`` (``_moved``). The modules they were
 first defined in still export them."""
 
 from __future__ import annotations

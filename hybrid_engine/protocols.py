@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from hybrid_engine.results import SparseVectors
+from hybrid_engine.result import SparseVectors
 
 
 class TextEncoder(Protocol):

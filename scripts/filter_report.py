@@ -110,7 +110,7 @@ def _identical(found, full, allowed: np.ndarray) -> float:  # type: ignore[no-un
 
 def _latencies(snapshot, queries, vectors, sparse, masks) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """Median ms of one filtered query per call, per leg."""
-    from hybrid_engine.results import SparseVectors
+    from hybrid_engine.result import SparseVectors
 
     times: dict[str, list[float]] = {"bm25": [], "dense": [], "splade": []}
     for q in range(len(queries)):

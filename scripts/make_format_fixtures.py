@@ -213,7 +213,7 @@ def make_indexes(corpus: dict[str, Any]) -> None:
 def _entries(commit: str) -> dict[str, dict[str, Any]]:
     """fixtures.json's entries of the fixtures this script writes."""
     from hybrid_engine.dense.format import FORMAT_VERSION as DENSE
-    from hybrid_engine.lexical.bm25_format import FORMAT_VERSION as BM25
+    from hybrid_engine.lexical.format import FORMAT_VERSION as BM25
     from hybrid_engine.live.commits import FORMAT_VERSION as LIVE
     from hybrid_engine.live.segment import FORMAT_VERSION as SEGMENT
     from hybrid_engine.models.store import FORMAT_VERSION as MODEL

@@ -39,7 +39,7 @@ from hybrid_engine.cli.demo import DEFAULT_DATASET
 from hybrid_engine.evaluation import available_splits, evaluate, load_beir, run_from_results
 from hybrid_engine.evaluation.runner import documents_with_text
 from hybrid_engine.feedback import rocchio as rocchio_defaults
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 METRICS = ("ndcg@10", "recall@100")
 DEPTH = 100

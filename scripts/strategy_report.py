@@ -35,7 +35,7 @@ from hybrid_engine.evaluation import Dataset, evaluate, load_beir, run_from_resu
 from hybrid_engine.evaluation.runner import DEFAULT_GENERATOR, build_hybrid, documents_with_text
 from hybrid_engine.metadata import Filter
 from hybrid_engine.metadata.columns import MetadataColumns
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 from hybrid_engine.strategies import (
     Generate,
     MetadataSchema,

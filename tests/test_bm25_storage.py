@@ -13,7 +13,7 @@ import pytest
 from index_dirs import copy_index, edit_manifest, fix_checksums, rewrite
 
 from hybrid_engine import BM25Index, IndexFormatError, __version__, storage
-from hybrid_engine.lexical.bm25_format import FORMAT, FORMAT_VERSION
+from hybrid_engine.lexical.format import FORMAT, FORMAT_VERSION
 
 CORPUS = [
     {

@@ -13,7 +13,7 @@ import pytest
 from index_dirs import copy_index, edit_manifest, rewrite
 
 from hybrid_engine import BM25Index, IndexFormatError
-from hybrid_engine.lexical.bm25_format import FORMAT_VERSION
+from hybrid_engine.lexical.format import FORMAT_VERSION
 
 CORPUS = [
     {"_id": f"d{i}", "text": f"t{i % 13} t{i % 29} u{i % 101} café{i % 3} 東京{i % 5} common"}

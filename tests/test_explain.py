@@ -8,7 +8,7 @@ import pytest
 from live_oracle import QUERIES, document, new_engine
 
 from hybrid_engine import HybridIndex
-from hybrid_engine.results import PAD_ID
+from hybrid_engine.result import PAD_ID
 
 
 @pytest.fixture(scope="module")

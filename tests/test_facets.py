@@ -16,7 +16,7 @@ from cli_process import error_line, ok
 from live_oracle import QUERIES, document
 
 from hybrid_engine import BM25Index, HybridIndex
-from hybrid_engine.results import PAD_ID
+from hybrid_engine.result import PAD_ID
 
 N_DOCS = 80
 

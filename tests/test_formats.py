@@ -38,7 +38,7 @@ from hybrid_engine import (
     SpladeIndex,
 )
 from hybrid_engine.dense import format as dense_format
-from hybrid_engine.lexical import bm25_format
+from hybrid_engine.lexical import format as lexical_format
 from hybrid_engine.live import commits, segment
 from hybrid_engine.models import store
 from hybrid_engine.sparse import format as sparse_format
@@ -51,7 +51,7 @@ MODEL = FIXTURES / "models" / "tiny-bert"
 SOURCE = FIXTURES / "tiny-bert-source"
 RRF_K = 60
 CURRENT = {
-    "hybrid_engine.bm25": bm25_format.FORMAT_VERSION,
+    "hybrid_engine.bm25": lexical_format.FORMAT_VERSION,
     "hybrid_engine.dense": dense_format.FORMAT_VERSION,
     "hybrid_engine.splade": sparse_format.FORMAT_VERSION,
     "hybrid_engine.model": store.FORMAT_VERSION,
@@ -134,7 +134,7 @@ def test_bm25_fixture_equals_a_fresh_build(
         np.testing.assert_array_equal(ours.scores, expected.scores)
     index.save(tmp_path / "again")
     saved = json.loads((tmp_path / "again" / "manifest.json").read_text())
-    assert saved["format_version"] == bm25_format.FORMAT_VERSION
+    assert saved["format_version"] == lexical_format.FORMAT_VERSION
 
 
 @pytest.mark.parametrize("verify", [False, True])
@@ -317,7 +317,7 @@ def test_live_fixture_holds_its_live_documents_and_takes_new_commits(
         engine.commit()
     # Old segments keep their BM25 legs of version 1 and their packed texts (segment version
     # 1); the new one is of the current versions, its texts compressed.
-    for leg, current in (("bm25/", bm25_format.FORMAT_VERSION), ("", segment.FORMAT_VERSION)):
+    for leg, current in (("bm25/", lexical_format.FORMAT_VERSION), ("", segment.FORMAT_VERSION)):
         versions = [
             json.loads(saved.read_text())["format_version"]
             for saved in path.glob(f"seg-*/{leg}manifest.json")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hybrid_engine.evaluation.gate import validate_reranker
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 DOC_IDS = ["d0", "d1", "d2", "d3"]
 TEXTS = ["text 0", "text 1", "text 2", "text 3"]

@@ -21,7 +21,7 @@ from sparse_oracle import HashingSparseEncoder
 
 from hybrid_engine import BM25Index, DenseIndex, HybridIndex, ParentDocumentIndex, SpladeIndex
 from hybrid_engine.chunking import Chunker
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 HUGE = 10**9
 WORDS = "cat dog fish bird mat sun moon tree river stone cloud rain wind fire snow".split()

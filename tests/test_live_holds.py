@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from live_oracle import document, new_engine
 
-from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.lexical.index import BM25Index
 from hybrid_engine.lexical.statistics import CollectionStats
 
 

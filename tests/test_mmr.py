@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hybrid_engine.pipeline.mmr import mmr
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 
 def oracle(query: list[float], docs: list[list[float]], pool: list[int], k: int, lam: float):

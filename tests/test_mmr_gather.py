@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hybrid_engine.pipeline.mmr import mmr
-from hybrid_engine.results import PAD_ID, SearchResult
+from hybrid_engine.result import PAD_ID, SearchResult
 
 
 def greedy_mmr(

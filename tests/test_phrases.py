@@ -18,7 +18,7 @@ import pytest
 
 from hybrid_engine import Analyzer, AnalyzerConfig, BM25Index, HybridIndex, IndexFormatError
 from hybrid_engine.lexical.phrases import quoted_phrases, unquoted
-from hybrid_engine.results import PAD_ID
+from hybrid_engine.result import PAD_ID
 
 WORDS = "heart attack risk of the a in blood pressure high low cell cells running runs".split()
 ANALYZERS = {

@@ -16,7 +16,7 @@ from live_oracle import QUERIES, document, new_engine
 from hybrid_engine import HybridIndex
 from hybrid_engine.pipeline.fusion import METHODS, fuse
 from hybrid_engine.pipeline.relevance import relevance
-from hybrid_engine.results import PAD_ID, SearchResult
+from hybrid_engine.result import PAD_ID, SearchResult
 
 N_DOCS = 60
 

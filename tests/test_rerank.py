@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hybrid_engine.pipeline.rerank import rerank
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 DOCS = [f"doc {i}" for i in range(40)]
 

@@ -13,7 +13,7 @@ import pytest
 from live_oracle import QUERIES, document
 
 from hybrid_engine import HybridIndex
-from hybrid_engine.results import PAD_ID
+from hybrid_engine.result import PAD_ID
 
 N_DOCS = 60
 

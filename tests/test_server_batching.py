@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from live_oracle import QUERIES, document, new_engine
 
-from hybrid_engine.live.snapshot import Hit
+from hybrid_engine.result import Hit
 
 pytest.importorskip("fastapi", reason="the serve extra is not installed")
 from hybrid_engine.server.batching import (

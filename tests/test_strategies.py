@@ -13,7 +13,7 @@ from dense_oracle import HashingEncoder
 
 from hybrid_engine import fuse
 from hybrid_engine.pipeline.engine import HybridIndex
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 from hybrid_engine.strategies import (
     PROMPTS,
     MetadataSchema,

@@ -24,7 +24,7 @@ from hybrid_engine.evaluation.runner import (
     evaluate_retriever,
     parse_retrievers,
 )
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 WORDS = "cat dog fish bird mat sun moon tree river stone cloud rain wind fire snow".split()
 

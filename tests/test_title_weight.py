@@ -12,7 +12,7 @@ from bm25_oracle import NumpyBM25
 from live_oracle import QUERIES, document
 
 from hybrid_engine import Analyzer, HybridIndex
-from hybrid_engine.results import PAD_ID
+from hybrid_engine.result import PAD_ID
 
 DOCS = [document(i) for i in range(30)]
 

@@ -6,8 +6,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict
 
-from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.pipeline.facets import Facets
+from hybrid_engine.result import Hit
 
 SNIPPET_CHARS = 160
 """Characters of a hit's text shown in a listing (one line)."""

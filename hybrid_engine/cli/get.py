@@ -9,7 +9,7 @@ from typing import Any
 from hybrid_engine.cli._engine import load_engine
 from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.ids import check_id
-from hybrid_engine.live.snapshot import Hit
+from hybrid_engine.result import Hit
 
 
 def add_parser(subparsers: Any) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 
 from hybrid_engine._threads import map_parts
 from hybrid_engine.dense.links import LinkGraph
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 
 class Searchable(Protocol):

@@ -30,7 +30,7 @@ from hybrid_engine.dense.growth import DenseGrowth
 from hybrid_engine.dense.params import DEFAULT_EXACT_THRESHOLD, DenseParams, checked_ef_search
 from hybrid_engine.dense.store import VectorStore
 from hybrid_engine.protocols import TextEncoder
-from hybrid_engine.results import SearchResult, hits_width
+from hybrid_engine.result import SearchResult, hits_width
 from hybrid_engine.storage import check_mmap, verify_default
 
 

@@ -16,7 +16,7 @@ from hybrid_engine.dense.links import LinkGraph
 from hybrid_engine.dense.params import DenseParams
 from hybrid_engine.dense.quantization import Codes
 from hybrid_engine.dense.vector_file import VectorFile
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 
 class VectorStore:

@@ -39,7 +39,7 @@ from hybrid_engine.distributed.writes import ShardWrites
 from hybrid_engine.ids import check_ids
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.live.pending import StagedChanges
-from hybrid_engine.live.snapshot import Hit, found_hits
+from hybrid_engine.live.snapshot import found_hits
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import CrossEncoder
@@ -49,6 +49,7 @@ from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.plan import SearchPlan
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
 from hybrid_engine.pipeline.stack import DEFAULT_DEPTH, Stack
+from hybrid_engine.result import Hit
 
 
 class ShardedIndex:

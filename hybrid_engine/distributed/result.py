@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hybrid_engine.live.snapshot import Hit
+from hybrid_engine.result import Hit
 
 
 @dataclass(frozen=True)

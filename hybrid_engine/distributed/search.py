@@ -20,7 +20,6 @@ from hybrid_engine.dense.encoding import QUERY, sided
 from hybrid_engine.distributed.cluster import ShardCalls, ShardUnavailableError, is_unavailable
 from hybrid_engine.distributed.worker import UnpreparedGenerationError, document_hit
 from hybrid_engine.distributed.writes import Prepared
-from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.live.topk import merge_top_k
 from hybrid_engine.pipeline.fusion import fuse
 from hybrid_engine.pipeline.mmr import mmr as mmr_order
@@ -28,7 +27,7 @@ from hybrid_engine.pipeline.plan import SearchPlan
 from hybrid_engine.pipeline.relevance import above, relevance
 from hybrid_engine.pipeline.rerank import rerank
 from hybrid_engine.protocols import PairScorer, SparseEncoder, TextEncoder
-from hybrid_engine.results import PAD_ID, SearchResult
+from hybrid_engine.result import PAD_ID, Hit, SearchResult
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,12 @@ from hybrid_engine.lexical.phrases import stitched
 from hybrid_engine.lexical.statistics import CollectionStats
 from hybrid_engine.live.commits import is_live_index
 from hybrid_engine.live.query_groups import query_groups, search_bm25_groups
-from hybrid_engine.live.snapshot import Hit, Snapshot
+from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.splade import SpladeEncoder
 from hybrid_engine.pipeline.engine import HybridIndex
-from hybrid_engine.results import PAD_ID, SearchResult, SparseVectors
+from hybrid_engine.result import PAD_ID, Hit, SearchResult, SparseVectors
 
 KEPT_GENERATIONS = 4
 """Prepared generations a shard keeps, so searches that started before the last coordinated

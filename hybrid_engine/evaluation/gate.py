@@ -33,7 +33,7 @@ from hybrid_engine.evaluation.significance import max_t_p_values
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH, rerank
 from hybrid_engine.protocols import PairScorer
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 BLEND_WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 """Cross-encoder weights of the blends the gate tries (``rerank``'s ``blend``; 1.0 would be plain

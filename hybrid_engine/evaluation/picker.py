@@ -30,7 +30,7 @@ from hybrid_engine.evaluation.runner import (
     load_reranker,
 )
 from hybrid_engine.evaluation.scoring import Searcher, evaluate_searcher
-from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.lexical.index import BM25Index
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.fusion import METHODS
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH

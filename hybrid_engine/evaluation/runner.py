@@ -21,14 +21,14 @@ from hybrid_engine.evaluation.scoring import (
     evaluate_searcher,
 )
 from hybrid_engine.feedback import RM3, Rocchio
-from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.lexical.index import BM25Index
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.models.splade import SpladeEncoder
 from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 from hybrid_engine.sparse.index import SpladeIndex
 from hybrid_engine.strategies import Generate, decompose, fuse_strategies, hyde, multi_hop
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from hybrid_engine.evaluation.datasets import Dataset
 from hybrid_engine.evaluation.metrics import EvalResult, evaluate, parse_metric, run_from_results
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 DEFAULT_METRICS = ("ndcg@10", "recall@100", "mrr@10", "map@100", "hit_rate@1", "hit_rate@5")
 """Metrics of ``hybrid-engine eval``; the run is retrieved to the deepest cutoff."""

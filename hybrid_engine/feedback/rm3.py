@@ -12,7 +12,7 @@ from hybrid_engine.corpus import Document, document_text
 from hybrid_engine.feedback._checks import check_number
 from hybrid_engine.feedback.relevance_model import rm3_query
 from hybrid_engine.lexical import Analyzer, BM25Index
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 DEFAULT_FB_DOCS = 10
 DEFAULT_FB_TERMS = 10

@@ -13,7 +13,7 @@ from hybrid_engine.dense import DenseIndex
 from hybrid_engine.dense import vectors as _vectors
 from hybrid_engine.dense.encoding import encode_queries
 from hybrid_engine.feedback._checks import check_number
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 DEFAULT_FB_DOCS = 3
 DEFAULT_ALPHA = 1.0

@@ -21,7 +21,7 @@ import numpy as np
 
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.lexical._phrase import MALFORMED, phrase_documents
-from hybrid_engine.results import PAD_ID, SearchResult
+from hybrid_engine.result import PAD_ID, SearchResult
 
 _QUOTED = re.compile(r'"([^"]*)"|“([^”]*)”')
 _BLANK_QUOTES = str.maketrans('"“”', "   ")

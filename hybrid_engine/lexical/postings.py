@@ -15,7 +15,7 @@ from hybrid_engine.lexical import _kernels as kernels
 from hybrid_engine.lexical._postings_decode import allowed_doc_freqs
 from hybrid_engine.lexical.postings_check import PostingsCheck
 from hybrid_engine.lexical.scratch import ScratchPool
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 QUERIES_PER_THREAD = 32
 """Below this many queries per thread, a batch is not worth another thread."""

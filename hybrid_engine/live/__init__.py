@@ -3,6 +3,6 @@ score as one fresh index, crash-safe commits to an index directory, and the merg
 
 from hybrid_engine.live.merge_policy import MergePolicy
 from hybrid_engine.live.pending import StagedChanges
-from hybrid_engine.live.snapshot import Hit
+from hybrid_engine.result import Hit
 
 __all__ = ["Hit", "MergePolicy", "StagedChanges"]

@@ -8,7 +8,7 @@ from typing import Any
 
 from hybrid_engine.checks import check_int
 from hybrid_engine.lexical.analysis import AnalyzerConfig
-from hybrid_engine.lexical.bm25_params import BM25Params
+from hybrid_engine.lexical.params import BM25Params
 
 ModelRecord = dict[str, str] | None
 """``{"name", "variant"}`` of a prepared model a leg runs, None for an encoder of the user's."""

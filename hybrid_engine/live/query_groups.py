@@ -13,7 +13,7 @@ import numpy as np
 
 from hybrid_engine.lexical.phrases import phrase_groups, quoted_phrases, stitched, unquoted
 from hybrid_engine.live.snapshot import Masks, Snapshot
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 QueryGroups = list[tuple[Masks, np.ndarray]]
 """``(masks, rows)`` per group: the segments' masks its queries search, and their rows in the

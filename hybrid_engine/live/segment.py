@@ -33,11 +33,11 @@ import numpy as np
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.lexical.index import BM25Index
 from hybrid_engine.live.config import EngineConfig
 from hybrid_engine.live.documents import LiveDocuments
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
-from hybrid_engine.results import SparseVectors
+from hybrid_engine.result import SparseVectors
 from hybrid_engine.sparse.index import SpladeIndex
 from hybrid_engine.storage import in_memory_except, read_index_dir, write_index_dir
 

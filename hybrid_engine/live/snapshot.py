@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -28,7 +27,7 @@ from hybrid_engine.dense.index import DenseIndex, joined_exact
 from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.ids import check_ids
 from hybrid_engine.lexical.analysis import Analyzer
-from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.lexical.index import BM25Index
 from hybrid_engine.lexical.statistics import CollectionStats
 from hybrid_engine.live.documents import LiveDocuments, packed, without_title
 from hybrid_engine.live.segment import Segment
@@ -37,34 +36,10 @@ from hybrid_engine.live.topk import merge_top_k
 from hybrid_engine.metadata import Filter
 from hybrid_engine.metadata.values import MISSING
 from hybrid_engine.packed import PackedStrings
-from hybrid_engine.results import SearchResult, SparseVectors, hits_width
+from hybrid_engine.result import Hit, SearchResult, SparseVectors, hits_width
 
 Masks = list[np.ndarray | None]
 """One bool mask per segment of the documents a search may return; None: every one."""
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One search hit.
-
-    Attributes
-    ----------
-    id : str
-        The document's external id.
-    score : float
-        Its score in the result (fused, reranked or MMR's, as the search returned); NaN in
-        the hits of ``HybridIndex.get``, which is no search.
-    title, text : str
-        The document's title (``""`` where none) and text (without the title).
-    metadata : dict
-        Its metadata fields.
-    """
-
-    id: str
-    score: float
-    title: str
-    text: str
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 class Snapshot:

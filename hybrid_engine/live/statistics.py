@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hybrid_engine import _core
-from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.lexical.index import BM25Index
 from hybrid_engine.lexical.statistics import CollectionStats
 from hybrid_engine.packed import pack_utf8
 

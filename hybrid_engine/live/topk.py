@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hybrid_engine.results import PAD_ID, SearchResult
+from hybrid_engine.result import PAD_ID, SearchResult
 
 
 def merge_top_k(parts: Sequence[SearchResult], bases: Sequence[int], k: int) -> SearchResult:

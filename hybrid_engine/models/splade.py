@@ -15,7 +15,7 @@ from hybrid_engine.checks import check_texts
 from hybrid_engine.models._batching import pad_encodings
 from hybrid_engine.models.session import TextModel
 from hybrid_engine.models.store import SPLADE
-from hybrid_engine.results import SparseVectors
+from hybrid_engine.result import SparseVectors
 
 TOKENS_PER_RUN = 1024
 """Most padded tokens in one ONNX Runtime call. The graph's vocabulary projection makes a

@@ -4,7 +4,7 @@ added, replaced and deleted as whole documents (issue 12)."""
 from hybrid_engine.parents.aggregate import AGGREGATES
 from hybrid_engine.parents.fields import RESERVED_PREFIX
 from hybrid_engine.parents.index import UNITS, ParentDocumentIndex
-from hybrid_engine.parents.results import ChunkHit, ContextSpan, ParentHit, ParentSearchResult
+from hybrid_engine.parents.result import ChunkHit, ContextSpan, ParentHit, ParentSearchResult
 
 __all__ = [
     "AGGREGATES",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from hybrid_engine.parents.results import ChunkHit
+from hybrid_engine.parents.result import ChunkHit
 
 AGGREGATES = ("max", "sum", "first")
 """How a parent's score comes from its retrieved chunks: the best one's (MaxP), their sum,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from hybrid_engine.parents.results import ChunkHit, ContextSpan
+from hybrid_engine.parents.result import ChunkHit, ContextSpan
 
 
 def pack_context(

@@ -18,7 +18,7 @@ from hybrid_engine.chunking import Chunk, Chunker
 from hybrid_engine.corpus import DocIds, Document, document_text, document_title
 from hybrid_engine.errors import DuplicateIdError
 from hybrid_engine.live.documents import check_indexable, document_metadata
-from hybrid_engine.live.snapshot import Hit
+from hybrid_engine.result import Hit
 
 RESERVED_PREFIX = "_chunk."
 """Metadata field names starting with this are the index's own; user metadata may not use

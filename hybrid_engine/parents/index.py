@@ -17,7 +17,7 @@ from hybrid_engine.chunking import Chunker
 from hybrid_engine.corpus import Document
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.ids import MAX_ID_CHARS, check_ids
-from hybrid_engine.live.snapshot import Hit, found_hits
+from hybrid_engine.live.snapshot import found_hits
 from hybrid_engine.parents.aggregate import aggregate_parents, check_aggregate, merge_spans
 from hybrid_engine.parents.context import pack_context
 from hybrid_engine.parents.fields import (
@@ -29,9 +29,10 @@ from hybrid_engine.parents.fields import (
     read_parents,
 )
 from hybrid_engine.parents.lifecycle import ParentLifecycle
-from hybrid_engine.parents.results import ChunkHit, ContextSpan, ParentHit, ParentSearchResult
+from hybrid_engine.parents.result import ChunkHit, ContextSpan, ParentHit, ParentSearchResult
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.result import HybridResult
+from hybrid_engine.result import Hit
 
 UNITS = ("documents", "chunks")
 """What ``search`` ranks: parent documents (their chunks aggregated) or the chunks."""

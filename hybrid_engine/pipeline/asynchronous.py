@@ -26,8 +26,8 @@ from hybrid_engine.corpus import Document
 
 if TYPE_CHECKING:
     from hybrid_engine.dense.embedding_cache import EmbeddingCache
-    from hybrid_engine.live.snapshot import Hit
     from hybrid_engine.pipeline.result import HybridResult
+    from hybrid_engine.result import Hit
 
 
 _T = TypeVar("_T")

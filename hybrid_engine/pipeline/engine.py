@@ -20,7 +20,7 @@ from hybrid_engine.corpus import DocIds, Document, document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.errors import RerankerRefusedWarning
-from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.lexical.index import BM25Index
 from hybrid_engine.live import layout
 from hybrid_engine.live.config import EngineConfig
 from hybrid_engine.live.documents import LiveDocuments

@@ -9,15 +9,16 @@ from pathlib import Path
 
 from hybrid_engine.corpus import DocIds
 from hybrid_engine.dense.index import DenseIndex
-from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.lexical.index import BM25Index
 from hybrid_engine.live.segment import Segment
-from hybrid_engine.live.snapshot import Hit, Snapshot
+from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.packed import PackedStrings
 from hybrid_engine.pipeline.degradation import Health
 from hybrid_engine.pipeline.rerank import RerankerVerdict
 from hybrid_engine.protocols import TextEncoder
+from hybrid_engine.result import Hit
 from hybrid_engine.sparse.index import SpladeIndex
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.live.snapshot import Snapshot
-from hybrid_engine.results import PAD_ID
+from hybrid_engine.result import PAD_ID
 
 MAX_FACETS = 16
 """Most fields one search counts."""

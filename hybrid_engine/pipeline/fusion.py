@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hybrid_engine.checks import check_int
-from hybrid_engine.results import PAD_ID, SearchResult
+from hybrid_engine.result import PAD_ID, SearchResult
 
 METHODS = ("rrf", "minmax", "zscore", "dbsf", "combsum", "combmnz")
 """Fusion methods of ``fuse``."""

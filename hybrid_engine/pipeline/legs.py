@@ -12,7 +12,7 @@ import numpy as np
 
 from hybrid_engine.corpus import DocIds
 from hybrid_engine.dense.index import DenseIndex
-from hybrid_engine.lexical.bm25 import BM25Index
+from hybrid_engine.lexical.index import BM25Index
 from hybrid_engine.sparse.index import SpladeIndex
 
 RETRIEVERS = ("bm25", "dense", "splade")

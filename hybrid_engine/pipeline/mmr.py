@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from hybrid_engine.checks import check_k
-from hybrid_engine.results import PAD_ID, SearchResult
+from hybrid_engine.result import PAD_ID, SearchResult
 
 
 def mmr(

@@ -19,7 +19,7 @@ from hybrid_engine.pipeline.legs import leg_weights
 from hybrid_engine.pipeline.rerank import RerankerVerdict, check_blend
 from hybrid_engine.pipeline.rescore import Decay, Expression, check_decay, check_expression
 from hybrid_engine.pipeline.stack import DEFAULT_DEPTH, Stack, search_options
-from hybrid_engine.results import hits_width
+from hybrid_engine.result import hits_width
 
 
 @dataclass(frozen=True)

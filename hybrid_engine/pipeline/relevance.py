@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hybrid_engine.pipeline.fusion import RRF_K
-from hybrid_engine.results import PAD_ID, SearchResult
+from hybrid_engine.result import PAD_ID, SearchResult
 
 SCALES = {
     "rrf": "the RRF score over the best possible one, sum(weights) / (rrf_k + 1): 1 for a hit "

@@ -10,7 +10,7 @@ import numpy as np
 
 from hybrid_engine.checks import check_queries
 from hybrid_engine.protocols import PairScorer
-from hybrid_engine.results import PAD_ID, SearchResult
+from hybrid_engine.result import PAD_ID, SearchResult
 
 RERANK_DEPTH = 30
 """Hits per query a cross-encoder rescores by default: the fused top 30 (measured on SciFact:

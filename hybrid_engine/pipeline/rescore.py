@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.live.snapshot import Snapshot
-from hybrid_engine.results import PAD_ID, SearchResult
+from hybrid_engine.result import PAD_ID, SearchResult
 
 FUNCTIONS = ("linear", "exp", "gauss")
 """Decay functions."""

@@ -10,10 +10,10 @@ from typing import TypeVar
 import numpy as np
 
 from hybrid_engine.checks import check_int
-from hybrid_engine.live.snapshot import Hit, Snapshot
+from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.pipeline.facets import Facets
 from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight_rows
-from hybrid_engine.results import PAD_ID, SearchResult
+from hybrid_engine.result import PAD_ID, Hit, SearchResult
 
 _T = TypeVar("_T")
 

@@ -29,7 +29,7 @@ from hybrid_engine.pipeline.rerank import rerank
 from hybrid_engine.pipeline.rescore import rescore
 from hybrid_engine.pipeline.result import HybridResult
 from hybrid_engine.protocols import PairScorer, SparseEncoder, TextEncoder
-from hybrid_engine.results import PAD_ID, SearchResult, hits_width
+from hybrid_engine.result import PAD_ID, SearchResult, hits_width
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hybrid_engine.errors import BatcherFullError
-from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.pipeline.facets import Facets
+from hybrid_engine.result import Hit
 
 LegRanks = dict[str, tuple[int, float]]
 """A hit's 1-based rank and score in each leg that returned it (``HybridResult.explain``)."""

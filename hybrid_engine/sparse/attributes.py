@@ -10,7 +10,7 @@ from hybrid_engine.corpus import DocIds
 from hybrid_engine.lexical.postings import PostingsSearcher
 from hybrid_engine.lexical.postings_check import PostingsCheck
 from hybrid_engine.protocols import SparseEncoder
-from hybrid_engine.results import SparseVectors
+from hybrid_engine.result import SparseVectors
 
 _NO_BYTES = np.zeros(0, np.uint8)
 _NO_FACTORS = np.zeros(0, np.float32)

@@ -23,7 +23,7 @@ from hybrid_engine import _core
 from hybrid_engine.checks import check_allowed, check_k, check_queries, nonblank_rows
 from hybrid_engine.corpus import ENCODE_CHUNK, DocIds, Document, iter_batches
 from hybrid_engine.protocols import SparseEncoder
-from hybrid_engine.results import SearchResult, SparseVectors, hits_width
+from hybrid_engine.result import SearchResult, SparseVectors, hits_width
 from hybrid_engine.sparse.attributes import SpladeAttributes
 from hybrid_engine.sparse.format import INDEX_ARRAYS, read_splade, write_splade
 from hybrid_engine.sparse.vectors import check_scale, check_vectors, default_scale, quantize

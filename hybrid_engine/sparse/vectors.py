@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from hybrid_engine.results import SparseVectors
+from hybrid_engine.result import SparseVectors
 from hybrid_engine.storage import delimits
 
 IMPACT_LEVELS = 255

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from hybrid_engine.checks import check_queries
 from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
 from hybrid_engine.pipeline.fusion import fuse
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 from hybrid_engine.strategies.decompose import decompose
 from hybrid_engine.strategies.hyde import hyde
 from hybrid_engine.strategies.multi_hop import multi_hop

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from hybrid_engine.checks import check_int, check_queries
 from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 from hybrid_engine.strategies.parsing import clean_lines
 from hybrid_engine.strategies.prompts import PROMPTS, Prompts
 from hybrid_engine.strategies.result import (

@@ -12,7 +12,7 @@ from hybrid_engine.dense.encoding import DOCUMENT, QUERY, sided
 from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.result import HybridResult
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 from hybrid_engine.strategies.parsing import passage
 from hybrid_engine.strategies.prompts import PROMPTS, Prompts
 from hybrid_engine.strategies.result import (

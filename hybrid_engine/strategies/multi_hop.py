@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hybrid_engine.checks import check_int, check_queries
-from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import Hit, SearchResult
 from hybrid_engine.strategies.parsing import follow_up
 from hybrid_engine.strategies.prompts import PROMPTS, Prompts
 from hybrid_engine.strategies.result import (

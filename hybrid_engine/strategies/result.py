@@ -12,7 +12,7 @@ import numpy as np
 
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.result import HybridResult
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 
 Generate = Callable[[str], str]
 """A text generator: prompt in, continuation out (``generation.load_generator``'s callable)."""

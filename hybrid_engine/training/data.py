@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hybrid_engine.evaluation.tuning import FORBIDDEN_SPLITS
-from hybrid_engine.results import PAD_ID
+from hybrid_engine.result import PAD_ID
 
 NEGATIVE_MODES = ("hard", "random", "mix")
 """How negatives are drawn: from the hybrid top ``depth`` (hard), the whole corpus (random), or

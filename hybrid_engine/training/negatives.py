@@ -15,7 +15,7 @@ import numpy as np
 from hybrid_engine.corpus import document_text
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
-from hybrid_engine.results import SearchResult
+from hybrid_engine.result import SearchResult
 from hybrid_engine.training.data import Pair, candidate_pools, draw_negatives
 
 RETRIEVAL_BATCH = 512

@@ -1,10 +1,10 @@
-"""The array types results come in: ``SearchResult`` (every retriever) and ``SparseVectors``
-(sparse encoders)."""
+"""The types results come in: ``SearchResult`` (every retriever), ``SparseVectors`` (sparse
+encoders) and ``Hit`` (one document of a search or a get, with its text and metadata)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -98,3 +98,27 @@ class SparseVectors(NamedTuple):
         np.cumsum(lengths, out=offsets[1:])
         entries = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
         return SparseVectors(offsets, self.terms[entries], self.weights[entries])
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search hit.
+
+    Attributes
+    ----------
+    id : str
+        The document's external id.
+    score : float
+        Its score in the result (fused, reranked or MMR's, as the search returned); NaN in
+        the hits of ``HybridIndex.get``, which is no search.
+    title, text : str
+        The document's title (``""`` where none) and text (without the title).
+    metadata : dict
+        Its metadata fields.
+    """
+
+    id: str
+    score: float
+    title: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)

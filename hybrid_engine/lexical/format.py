@@ -27,7 +27,7 @@ from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.lexical._phrase import check_positions
 from hybrid_engine.lexical._postings_decode import check_terms
 from hybrid_engine.lexical.analysis import AnalyzerConfig
-from hybrid_engine.lexical.bm25_params import BM25Params
+from hybrid_engine.lexical.params import BM25Params
 from hybrid_engine.lexical.postings_check import PostingsCheck
 from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
 

@@ -11,10 +11,10 @@ import numpy as np
 from hybrid_engine import _core
 from hybrid_engine.corpus import DocIds
 from hybrid_engine.lexical.analysis import Analyzer, AnalyzerConfig
-from hybrid_engine.lexical.bm25_params import BM25Params
-from hybrid_engine.lexical.bm25_scoring import bm25_searcher
+from hybrid_engine.lexical.params import BM25Params
 from hybrid_engine.lexical.postings import PostingsSearcher
 from hybrid_engine.lexical.postings_check import PostingsCheck
+from hybrid_engine.lexical.scoring import bm25_searcher
 from hybrid_engine.lexical.statistics import CollectionStats
 from hybrid_engine.lexical.word_terms import MappedQueryEncoder
 from hybrid_engine.packed import PackedStrings
@@ -38,7 +38,7 @@ class BM25Attributes:
         """Private: use ``BM25Index.build``, ``load`` or ``with_statistics``. ``arrays`` (and
         ``statistics``, the collection's stats and per-term document frequencies) must already
         be validated, but for the posting lists that ``check`` (when given) checks on first use
-        and the contents of ``vocab_slots`` (which lookups survive, see ``bm25_format``);
+        and the contents of ``vocab_slots`` (which lookups survive, see ``format``);
         ``encoder`` is the query encoder of the same vocabulary, to share."""
         self._arrays = arrays
         self._params = params

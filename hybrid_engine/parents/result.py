@@ -8,9 +8,9 @@ from typing import Any
 
 from hybrid_engine.checks import check_int
 from hybrid_engine.lexical.analysis import Analyzer
-from hybrid_engine.live.snapshot import Hit
 from hybrid_engine.parents.fields import END, PARENT, POSITION, START, user_metadata
 from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight_rows
+from hybrid_engine.result import Hit
 
 
 @dataclass(frozen=True)

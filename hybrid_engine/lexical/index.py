@@ -12,10 +12,10 @@ from hybrid_engine.checks import check_allowed, check_k, check_queries
 from hybrid_engine.corpus import Document
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.lexical.analysis import AnalyzerConfig
-from hybrid_engine.lexical.bm25_attributes import BM25Attributes
-from hybrid_engine.lexical.bm25_build import index_corpus
-from hybrid_engine.lexical.bm25_format import read_index, write_index
-from hybrid_engine.lexical.bm25_params import BM25Params
+from hybrid_engine.lexical.attributes import BM25Attributes
+from hybrid_engine.lexical.build import index_corpus
+from hybrid_engine.lexical.format import read_index, write_index
+from hybrid_engine.lexical.params import BM25Params
 from hybrid_engine.lexical.phrases import (
     Phrases,
     matching_documents,
@@ -25,7 +25,7 @@ from hybrid_engine.lexical.phrases import (
 )
 from hybrid_engine.lexical.statistics import CollectionStats, check_statistics
 from hybrid_engine.lexical.weighted import weighted_queries
-from hybrid_engine.results import SearchResult, hits_width
+from hybrid_engine.result import SearchResult, hits_width
 from hybrid_engine.storage import verify_default
 
 IMPACT_CACHE_MAX_BYTES = 2 << 30

@@ -7,7 +7,7 @@ import numpy as np
 
 from hybrid_engine.lexical._formulas import METHODS, doc_factors, term_idf
 from hybrid_engine.lexical._postings_decode import impacts_from_postings
-from hybrid_engine.lexical.bm25_params import BM25Params
+from hybrid_engine.lexical.params import BM25Params
 from hybrid_engine.lexical.postings import PostingsSearcher
 from hybrid_engine.lexical.postings_check import PostingsCheck
 from hybrid_engine.lexical.statistics import CollectionStats
