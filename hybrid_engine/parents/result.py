@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from hybrid_engine.checks import check_int
 from hybrid_engine.lexical.analysis import Analyzer
 from hybrid_engine.parents.fields import END, PARENT, POSITION, START, user_metadata
@@ -190,10 +192,28 @@ class ParentSearchResult:
             self.queries, texts, analyzer.analyze, chars=chars, pre=pre, post=post, escape=escape
         )
 
+    def hits(self) -> list[list[ParentHit]] | list[list[ChunkHit]]:
+        """Each query's hits, best first: ``documents``, or ``chunks`` for ``unit="chunks"``
+        (as ``HybridResult.hits``)."""
+        return self.documents if self.documents is not None else self.chunks or []
+
     @property
     def ids(self) -> list[list[str]]:
-        """Each query's hit ids, best first: parent ids, or chunk ids for ``unit="chunks"``."""
-        rows: list[list[ParentHit]] | list[list[ChunkHit]] = (
-            self.documents if self.documents is not None else self.chunks or []
-        )
-        return [[hit.id for hit in row] for row in rows]
+        """Each query's hit ids, best first: parent ids, or chunk ids for ``unit="chunks"``
+        (the same as ``doc_ids``: a parent index has no positions of its own to give)."""
+        return [[hit.id for hit in row] for row in self.hits()]
+
+    @property
+    def doc_ids(self) -> list[list[str]]:
+        """Each query's hit ids, best first (as ``HybridResult.doc_ids``)."""
+        return self.ids
+
+    @property
+    def scores(self) -> np.ndarray:
+        """float32 ``(n_queries, width)``: each query's hit scores, best first, ``-inf`` where
+        its row is shorter than the longest (as ``HybridResult.scores``)."""
+        rows = [[hit.score for hit in hits] for hits in self.hits()]
+        scores = np.full((len(rows), max(map(len, rows), default=0)), -np.inf, np.float32)
+        for row, found in enumerate(rows):
+            scores[row, : len(found)] = found
+        return scores
