@@ -10,6 +10,7 @@ name (``distributed.index.NOT_SHARDED``)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,8 @@ def test_every_kind_answers_the_same_scenario_alike(
                 vectors = index.encoder.encode(queries[::-1])
             assert len(index) == N_DOCS
             answers[kind] = _searches(index, queries, vectors)
+            awaited = asyncio.run(index.asearch(queries, 5, filter={"tag": "b"}))
+            assert _answer(awaited) == _answer(index.search(queries, 5, filter={"tag": "b"}))
             # Mutations staged by id, invisible until the commit; rollback drops them.
             assert index.add(extra[:5]) == [doc["_id"] for doc in extra[:5]]
             assert index.holds([extra[0]["_id"], "no-such-id"]) == [True, False]

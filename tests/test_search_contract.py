@@ -93,3 +93,22 @@ def test_no_search_argument_is_checked_outside_the_plan() -> None:
                     if isinstance(call, ast.Call)
                 }
                 assert not called & CHECKS, (path, node.name, called & CHECKS)
+
+
+LIFECYCLE = (
+    "build", "add", "upsert", "delete", "commit", "merge", "rollback", "get", "holds",
+    "staged", "has_staged", "close", "search", "asearch", "aget", "aadd", "aupsert",
+    "adelete", "acommit", "amerge", "__enter__", "__exit__", "__len__",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", [HybridIndex, ParentDocumentIndex, ShardedIndex])
+def test_every_index_kind_has_the_lifecycle(kind: type) -> None:
+    """The same methods with the same keyword options on every kind; a sharded index is
+    opened (``open``: it starts its shards' actors) where the others load, and has no
+    ``save`` (it is written where ``build`` puts it), as docs/scaling.md says."""
+    missing = [name for name in LIFECYCLE if not hasattr(kind, name)]
+    assert not missing
+    assert hasattr(kind, "open" if kind is ShardedIndex else "load")
+    for name in ("delete", "get"):
+        assert _options(getattr(kind, name)) == ["missing_ok"]

@@ -44,7 +44,7 @@ from hybrid_engine.metadata import Filter
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.models.splade import SpladeEncoder
-from hybrid_engine.pipeline.asynchronous import in_worker
+from hybrid_engine.pipeline.asynchronous import AsyncEngine
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.plan import SearchPlan
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
@@ -52,7 +52,7 @@ from hybrid_engine.pipeline.stack import DEFAULT_DEPTH, Stack
 from hybrid_engine.result import Hit
 
 
-class ShardedIndex:
+class ShardedIndex(AsyncEngine[ShardedResult]):
     """A hybrid index over ``n_shards`` live shards, each a ``HybridIndex`` in its own
     directory held by a Ray actor. Build with ``build``, reopen with ``open``.
 
@@ -480,13 +480,6 @@ class ShardedIndex:
             generation,
             dict(sorted(search.shard_ms.items())),
         )
-
-    async def asearch(
-        self, queries: str | Sequence[str] | np.ndarray, k: int = 10, **options: Any
-    ) -> ShardedResult:
-        """``search(queries, k, **options)`` in a worker thread, without blocking the event
-        loop (``HybridIndex.asearch``)."""
-        return await in_worker(self.search, queries, k, **options)
 
 
 NOT_SHARDED = ("budget_ms", "facets", "decay", "expression")

@@ -30,6 +30,7 @@ from hybrid_engine.parents.fields import (
 )
 from hybrid_engine.parents.lifecycle import ParentLifecycle
 from hybrid_engine.parents.result import ChunkHit, ContextSpan, ParentHit, ParentSearchResult
+from hybrid_engine.pipeline.asynchronous import AsyncEngine
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.result import HybridResult
 from hybrid_engine.result import Hit
@@ -38,7 +39,7 @@ UNITS = ("documents", "chunks")
 """What ``search`` ranks: parent documents (their chunks aggregated) or the chunks."""
 
 
-class ParentDocumentIndex(ParentLifecycle):
+class ParentDocumentIndex(ParentLifecycle, AsyncEngine[ParentSearchResult]):
     """Parent documents indexed as chunks in a live ``HybridIndex``, searched and changed as
     whole documents.
 

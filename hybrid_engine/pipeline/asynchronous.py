@@ -19,18 +19,17 @@ import functools
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from hybrid_engine._threads import default_threads
 from hybrid_engine.corpus import Document
 
 if TYPE_CHECKING:
-    from hybrid_engine.dense.embedding_cache import EmbeddingCache
-    from hybrid_engine.pipeline.result import HybridResult
     from hybrid_engine.result import Hit
 
 
 _T = TypeVar("_T")
+_R = TypeVar("_R", covariant=True)
 _workers: ThreadPoolExecutor | None = None
 _workers_lock = threading.Lock()
 
@@ -51,11 +50,12 @@ async def in_worker(call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
     return await loop.run_in_executor(workers(), functools.partial(call, *args, **kwargs))
 
 
-class _Engine(Protocol):
-    """The synchronous methods the async ones run (``HybridIndex``'s)."""
+class _Engine(Protocol[_R]):
+    """The synchronous methods the async ones run (every index kind's), ``search`` returning
+    its kind's result."""
 
     @property
-    def search(self) -> Callable[..., HybridResult]: ...
+    def search(self) -> Callable[..., _R]: ...
 
     @property
     def get(self) -> Callable[..., list[Hit]]: ...
@@ -76,53 +76,45 @@ class _Engine(Protocol):
     def merge(self) -> Callable[..., None]: ...
 
 
-class AsyncEngine:
+class AsyncEngine(Generic[_R]):
     """``asearch``, ``aget``, ``aadd``, ``aupsert``, ``adelete``, ``acommit`` and ``amerge``:
     the synchronous methods of the same name without the ``a`` (documented there), awaited in
-    one of the process's async worker threads (``workers``).
+    one of the process's async worker threads (``workers``); the same on every index kind
+    (``HybridIndex``, ``ParentDocumentIndex``, ``ShardedIndex``), ``_R`` its search's result.
 
     Cancelling the awaiting task does not stop a call already running in its thread: a
     search finishes and is dropped, a write finishes and is kept (as it would be
     synchronously).
     """
 
-    async def asearch(self: _Engine, queries: Any, k: int = 10, **options: Any) -> HybridResult:
+    async def asearch(self: _Engine[_R], queries: Any, k: int = 10, **options: Any) -> _R:
         """``search(queries, k, **options)`` without blocking the event loop."""
         return await in_worker(self.search, queries, k, **options)
 
     async def aget(
-        self: _Engine, ids: Iterable[str | int], *, missing_ok: bool = False
+        self: _Engine[Any], ids: Iterable[str | int], *, missing_ok: bool = False
     ) -> list[Hit]:
         """``get(ids, missing_ok=...)`` without blocking the event loop."""
         return await in_worker(self.get, ids, missing_ok=missing_ok)
 
-    async def aadd(self: _Engine, documents: Iterable[Document]) -> list[str]:
+    async def aadd(self: _Engine[Any], documents: Iterable[Document]) -> list[str]:
         """``add(documents)`` without blocking the event loop."""
         return await in_worker(self.add, documents)
 
-    async def aupsert(self: _Engine, documents: Iterable[Document]) -> list[str]:
+    async def aupsert(self: _Engine[Any], documents: Iterable[Document]) -> list[str]:
         """``upsert(documents)`` without blocking the event loop."""
         return await in_worker(self.upsert, documents)
 
-    async def adelete(self: _Engine, ids: Iterable[str | int], *, missing_ok: bool = False) -> int:
+    async def adelete(
+        self: _Engine[Any], ids: Iterable[str | int], *, missing_ok: bool = False
+    ) -> int:
         """``delete(ids, missing_ok=...)`` without blocking the event loop."""
         return await in_worker(self.delete, ids, missing_ok=missing_ok)
 
-    async def acommit(
-        self: _Engine,
-        *,
-        embedding_cache: EmbeddingCache | None = None,
-        num_threads: int | None = None,
-        show_progress: bool = False,
-    ) -> None:
-        """``commit(...)`` without blocking the event loop."""
-        await in_worker(
-            self.commit,
-            embedding_cache=embedding_cache,
-            num_threads=num_threads,
-            show_progress=show_progress,
-        )
+    async def acommit(self: _Engine[Any], **options: Any) -> None:
+        """``commit(**options)`` (its kind's options) without blocking the event loop."""
+        await in_worker(self.commit, **options)
 
-    async def amerge(self: _Engine, *, num_threads: int | None = None) -> None:
-        """``merge(num_threads=...)`` without blocking the event loop."""
-        await in_worker(self.merge, num_threads=num_threads)
+    async def amerge(self: _Engine[Any], **options: Any) -> None:
+        """``merge(**options)`` (its kind's options) without blocking the event loop."""
+        await in_worker(self.merge, **options)

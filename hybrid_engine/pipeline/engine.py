@@ -45,7 +45,7 @@ from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.sparse.index import SpladeIndex
 
 
-class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine):
+class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine[HybridResult]):
     """BM25, dense and SPLADE retrieval (any of them) over one live collection, fused into
     one ranking.
 
