@@ -21,6 +21,7 @@ from hybrid_engine.errors import (
     ShardUnavailableError,
     StageError,
     UnknownIdError,
+    UnpreparedGenerationError,
     WriterLockedError,
 )
 from hybrid_engine.feedback import RM3, Rocchio
@@ -36,6 +37,10 @@ from hybrid_engine.parents import (
     ParentSearchResult,
 )
 from hybrid_engine.pipeline import (
+    DEFAULT_DEPTH,
+    DEFAULT_METHOD,
+    RERANK_DEPTH,
+    SEARCH_OPTIONS,
     HybridIndex,
     HybridResult,
     Stack,
@@ -49,8 +54,12 @@ from hybrid_engine.sparse import SpladeIndex
 install_moved_modules()  # old module paths still import (_moved.MOVED)
 
 __all__ = [
+    "DEFAULT_DEPTH",
+    "DEFAULT_METHOD",
     "PAD_ID",
+    "RERANK_DEPTH",
     "RM3",
+    "SEARCH_OPTIONS",
     "Analyzer",
     "AnalyzerConfig",
     "BM25Index",
@@ -94,6 +103,7 @@ __all__ = [
     "StageError",
     "StagedChanges",
     "UnknownIdError",
+    "UnpreparedGenerationError",
     "WriterLockedError",
     "__version__",
     "fuse",

@@ -95,6 +95,12 @@ class ShardUnavailableError(HybridEngineError, RuntimeError):
     must: a write, a commit, or a search with ``strict=True``."""
 
 
+class UnpreparedGenerationError(HybridEngineError, LookupError):
+    """A shard was asked for a generation it has not prepared (it restarted since, or the
+    generation is older than those it keeps). Raised by a shard's actor to its coordinator,
+    which prepares the shard and asks again: a search's caller does not see it."""
+
+
 class BatcherFullError(HybridEngineError, RuntimeError):
     """More queries wait than the batcher's ``max_queued``: the server is overloaded."""
 

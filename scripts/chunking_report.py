@@ -64,7 +64,7 @@ from hybrid_engine.evaluation import evaluate, load_beir, run_from_results
 from hybrid_engine.evaluation.runner import documents_with_text
 from hybrid_engine.models.session import load_tokenizer
 from hybrid_engine.models.store import BI_ENCODER, read_model
-from hybrid_engine.pipeline.engine import DEFAULT_DEPTH
+from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
 
 METRICS = ("ndcg@10", "recall@100")
 AGGREGATIONS = ("max", "sum", "first")

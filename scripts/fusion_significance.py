@@ -22,7 +22,7 @@ from hybrid_engine import HybridIndex, SearchResult, fuse
 from hybrid_engine.cli.demo import DEFAULT_DATASET
 from hybrid_engine.evaluation import Dataset, load_beir, run_from_results
 from hybrid_engine.evaluation.runner import build_hybrid
-from hybrid_engine.pipeline.engine import DEFAULT_DEPTH
+from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
 
 
 def per_query_ndcg10(dataset: Dataset, result: SearchResult, doc_ids: list[str]) -> np.ndarray:

@@ -30,7 +30,7 @@ from fusion_significance import collection_hybrids, per_query_ndcg10, randomizat
 
 from hybrid_engine import DenseIndex, fuse
 from hybrid_engine.cli.demo import DEFAULT_DATASET
-from hybrid_engine.pipeline.engine import DEFAULT_DEPTH
+from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
 
 KINDS = (None, "int8", "binary")
 

@@ -5,8 +5,10 @@ catches, every warning type derives from ``UserWarning``, all are exported by
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +27,7 @@ BUILT_IN_BASES = {
     "ShardUnavailableError": RuntimeError,
     "StageError": RuntimeError,
     "UnknownIdError": KeyError,
+    "UnpreparedGenerationError": LookupError,
     "WriterLockedError": RuntimeError,
 }
 """The built-in type each error was caught as before it moved (and the docs name)."""
@@ -38,6 +41,7 @@ OLD_PATHS = [
     ("hybrid_engine.models.store", "ModelNotFoundError"),
     ("hybrid_engine.distributed", "ShardUnavailableError"),
     ("hybrid_engine.distributed.cluster", "ShardUnavailableError"),
+    ("hybrid_engine.distributed.worker", "UnpreparedGenerationError"),
     ("hybrid_engine.pipeline", "DegradedWarning"),
     ("hybrid_engine.pipeline.degradation", "DegradedWarning"),
     ("hybrid_engine.pipeline.engine", "RerankerRefusedWarning"),
@@ -81,3 +85,18 @@ def test_every_error_and_warning_is_exported_by_the_package() -> None:
 @pytest.mark.parametrize(("module", "name"), OLD_PATHS)
 def test_the_old_import_paths_give_the_same_type(module: str, name: str) -> None:
     assert getattr(importlib.import_module(module), name) is getattr(errors, name)
+
+
+def test_no_exception_or_warning_type_is_defined_outside_errors() -> None:
+    """Every exception and warning class of the package is defined in ``errors.py``."""
+    root = Path(hybrid_engine.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "errors.py" and path.parent == root:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                bases = {getattr(b, "id", getattr(b, "attr", "")) for b in node.bases}
+                if any(b.endswith(("Error", "Exception", "Warning")) for b in bases):
+                    found.append(f"{path.relative_to(root)}:{node.name}")
+    assert not found

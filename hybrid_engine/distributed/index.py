@@ -237,7 +237,7 @@ class ShardedIndex(AsyncEngine[ShardedResult]):
     @property
     def reranker(self) -> CrossEncoder | None:
         """The cross-encoder searches rerank with on the coordinator, if any."""
-        return self._shards.reranker  # type: ignore[return-value]
+        return self._shards.reranker
 
     @property
     def num_segments(self) -> int:

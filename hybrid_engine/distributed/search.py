@@ -18,15 +18,17 @@ import numpy as np
 
 from hybrid_engine.dense.encoding import QUERY, sided
 from hybrid_engine.distributed.cluster import ShardCalls, ShardUnavailableError, is_unavailable
-from hybrid_engine.distributed.worker import UnpreparedGenerationError, document_hit
+from hybrid_engine.distributed.worker import document_hit
 from hybrid_engine.distributed.writes import Prepared
+from hybrid_engine.errors import UnpreparedGenerationError
 from hybrid_engine.live.topk import merge_top_k
+from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.pipeline.fusion import fuse
 from hybrid_engine.pipeline.mmr import mmr as mmr_order
 from hybrid_engine.pipeline.plan import SearchPlan
 from hybrid_engine.pipeline.relevance import above, relevance
 from hybrid_engine.pipeline.rerank import rerank
-from hybrid_engine.protocols import PairScorer, SparseEncoder, TextEncoder
+from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.result import PAD_ID, Hit, SearchResult
 
 
@@ -42,7 +44,7 @@ class SearchedShards:
     retrievers: tuple[str, ...]
     encoder: TextEncoder | None
     splade: SparseEncoder | None
-    reranker: PairScorer | None
+    reranker: CrossEncoder | None
     turns: Iterator[int] = field(default_factory=itertools.count)
 
     @property

@@ -28,6 +28,7 @@ from hybrid_engine.distributed.transactions import (
     remove_prepared,
     write_prepared,
 )
+from hybrid_engine.errors import UnpreparedGenerationError
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.lexical.phrases import stitched
 from hybrid_engine.lexical.statistics import CollectionStats
@@ -43,11 +44,6 @@ from hybrid_engine.result import PAD_ID, Hit, SearchResult, SparseVectors
 KEPT_GENERATIONS = 4
 """Prepared generations a shard keeps, so searches that started before the last coordinated
 commits finish on theirs."""
-
-
-class UnpreparedGenerationError(LookupError):
-    """A search named a generation this shard has not prepared (it restarted since, or the
-    generation is older than the ``KEPT_GENERATIONS`` it keeps)."""
 
 
 @dataclass(frozen=True)

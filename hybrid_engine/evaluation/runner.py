@@ -25,9 +25,10 @@ from hybrid_engine.lexical.index import BM25Index
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.models.splade import SpladeEncoder
-from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
+from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
+from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
 from hybrid_engine.result import SearchResult
 from hybrid_engine.sparse.index import SpladeIndex
 from hybrid_engine.strategies import Generate, decompose, fuse_strategies, hyde, multi_hop

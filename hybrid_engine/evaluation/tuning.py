@@ -10,8 +10,8 @@ import numpy as np
 from hybrid_engine.evaluation.datasets import Dataset
 from hybrid_engine.evaluation.metrics import evaluate, run_from_results
 from hybrid_engine.evaluation.runner import build_hybrid
-from hybrid_engine.pipeline.engine import DEFAULT_DEPTH
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
+from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
 
 FORBIDDEN_SPLITS = ("test",)
 """Splits ``tune_weights`` refuses: tuning on the split that is reported is not evaluation."""

@@ -6,8 +6,9 @@ import time
 from collections.abc import Callable, Sequence
 
 from hybrid_engine.checks import check_queries
-from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
+from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.fusion import fuse
+from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
 from hybrid_engine.result import SearchResult
 from hybrid_engine.strategies.decompose import decompose
 from hybrid_engine.strategies.hyde import hyde

@@ -9,9 +9,10 @@ import numpy as np
 
 from hybrid_engine.checks import check_int, check_queries
 from hybrid_engine.dense.encoding import DOCUMENT, QUERY, sided
-from hybrid_engine.pipeline.engine import DEFAULT_DEPTH, HybridIndex
+from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.result import HybridResult
+from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
 from hybrid_engine.result import SearchResult
 from hybrid_engine.strategies.parsing import passage
 from hybrid_engine.strategies.prompts import PROMPTS, Prompts
