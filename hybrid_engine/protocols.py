@@ -11,6 +11,21 @@ import numpy as np
 from hybrid_engine.result import SparseVectors
 
 
+class FieldReader(Protocol):
+    """What the stages that read the fused candidates' metadata (``facets``, ``rescore``) need
+    of a collection: a live snapshot, or the metadata a sharded search fetched of them."""
+
+    def field_values(self, field: str, positions: np.ndarray) -> list[list[object]]:
+        """The values of metadata ``field`` each document at ``positions`` (no padding)
+        holds, in that order: a scalar as a list of one, a list as it is, none for a document
+        without the field."""
+        ...
+
+    def doc_ids_at(self, positions: np.ndarray) -> list[str]:
+        """The ids of the documents at ``positions`` (no padding), in that order."""
+        ...
+
+
 class TextEncoder(Protocol):
     """What ``DenseIndex`` and ``EmbeddingCache`` need from a text encoder (``Encoder`` is one).
 

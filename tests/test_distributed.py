@@ -198,10 +198,21 @@ def test_results_equal_one_index(
         )
         with pytest.raises(ValueError, match=r"give either stack= or fusion"):
             index.search(queries, 10, stack=stack, depth=20)
-        for refused in ({"budget_ms": 50.0}, {"facets": ["year"]}, {"expression": "score"}):
-            (name,) = refused
-            with pytest.raises(ValueError, match=f"^{name}: not available on a sharded index"):
-                index.search(queries, 10, **refused)
+        with pytest.raises(ValueError, match=r"^budget_ms: not available on a sharded index"):
+            index.search(queries, 10, budget_ms=50.0)
+        # Facets and rescoring read every fused candidate's metadata from its shard.
+        decay = {"field": "year", "origin": 2023, "scale": 5, "decay": 0.5}
+        for options in (
+            {"facets": ["year", "tag"]},
+            {"decay": decay, "filter": where},
+            {"expression": "score * decay + 0.01 * year", "decay": decay, "offset": 3},
+        ):
+            got, expected = (
+                index.search(queries, 10, **options),
+                single.search(queries, 10, **options),
+            )
+            _assert_same_hits(got, expected)
+            assert got.facets == expected.facets
         # A filter passing fewer than k documents: every one of them, on every shard.
         few = {"year": {"$lte": 2000}}
         _assert_same_hits(

@@ -85,7 +85,7 @@ def test_serve_answers_over_a_sharded_index_as_over_one_index(
     np.testing.assert_allclose([s for _, s in got], [s for _, s in optioned], atol=1e-5)
 
     # A search option a sharded index lacks is a 400 naming it, as a typo'd option is not.
-    for option in ({"facets": ["year"]}, {"highlight": True}, {"budget_ms": 50.0}):
+    for option in ({"explain": True}, {"highlight": True}, {"budget_ms": 50.0}):
         refused = http.post("/search", json={"query": queries[0], **option})
         assert refused.status_code == 400, refused.text
         (name,) = option

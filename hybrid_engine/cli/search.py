@@ -326,14 +326,24 @@ def run_sharded(
     sharded.refuse_options(args, NOT_SHARDED, why)
     with sharded.opened(args.index, args.ray_address, cross_encoder) as index:
         for query in queries:
-            result = index.search([query], args.k, **shared_options(args, rerank, where))
+            result = index.search(
+                [query],
+                args.k,
+                **shared_options(args, rerank, where),
+                facets=args.facets,
+                decay=args.decay,
+                expression=args.expression,
+            )
             hits = result.hits()[0]
+            facets = result.facets[0] if result.facets is not None else None
             if args.json:
-                print(hits_json(query, hits, result.timings))
+                print(hits_json(query, hits, result.timings, facets))
             else:
                 print_hits(
                     query, hits, result.timings, filtered=where is not None, offset=args.offset
                 )
+                if facets is not None:
+                    print_facets(facets)
             if result.missing_shards:
                 print(
                     f"missing shard(s) {result.missing_shards}: these hits are from the others",

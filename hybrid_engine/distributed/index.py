@@ -423,9 +423,8 @@ class ShardedIndex(AsyncEngine[ShardedResult]):
         Raises
         ------
         ValueError, TypeError
-            Bad queries or parameters, as ``HybridIndex.search`` raises them; ``budget_ms``,
-            ``facets``, ``decay`` or ``expression`` given (``NOT_SHARDED``: a sharded search
-            does not run them yet), named.
+            Bad queries or parameters, as ``HybridIndex.search`` raises them; ``budget_ms``
+            given (``NOT_SHARDED``: a sharded search does not run it yet), named.
         ShardUnavailableError
             ``strict`` and a shard did not answer, or no shard answered.
         """
@@ -479,13 +478,14 @@ class ShardedIndex(AsyncEngine[ShardedResult]):
             sorted(search.missing),
             generation,
             dict(sorted(search.shard_ms.items())),
+            facets=search.facets,
         )
 
 
-NOT_SHARDED = ("budget_ms", "facets", "decay", "expression")
-"""The search options (``plan.SEARCH_OPTIONS``) a sharded search does not run yet: each needs
-the fused candidates' metadata (facets, decay, expression) or stage estimates (budget_ms) that
-the coordinator does not gather; refused by name (``SearchPlan.refuse``)."""
+NOT_SHARDED = ("budget_ms",)
+"""The search options (``plan.SEARCH_OPTIONS``) a sharded search does not run yet, refused by
+name (``SearchPlan.refuse``): a budget needs running estimates of each stage's cost, which the
+coordinator does not keep for its fan-out."""
 
 
 def _query_model(kind: type[Any], record: tuple[str, str, str] | None) -> Any:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hybrid_engine.pipeline.facets import Facets
 from hybrid_engine.result import Hit
 
 
@@ -22,6 +23,7 @@ class ShardedResult:
     timings : dict of str to float
         Milliseconds of ``"encode"`` (the query encoders, on the coordinator), ``"shards"``
         (the fan-out of every leg and the wait for the last shard), ``"merge"``, ``"fusion"``,
+        ``"fields"`` (reading the candidates' metadata), ``"facets"``, ``"rescore"``,
         ``"rerank"`` and ``"mmr"`` (when used), ``"documents"`` (reading the hits) and
         ``"total"``.
     missing_shards : list of int
@@ -35,8 +37,9 @@ class ShardedResult:
     degraded, skipped : list of str
         Empty: a sharded search has no optional stage to fail or skip (the accessors of
         ``HybridResult``, so that code reading one reads the other).
-    facets : None
-        Facet counts are not available on a sharded index yet.
+    facets : list of dict, or None
+        With ``facets``: each query's value counts per field over its fused candidates
+        (``HybridResult.facets``).
     """
 
     scores: np.ndarray
@@ -47,7 +50,7 @@ class ShardedResult:
     shard_timings: dict[int, float] = field(default_factory=dict)
     degraded: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-    facets: None = None
+    facets: list[Facets] | None = None
 
     def __len__(self) -> int:
         return len(self.hit_lists)

@@ -23,11 +23,13 @@ from hybrid_engine.distributed.writes import Prepared
 from hybrid_engine.errors import UnpreparedGenerationError
 from hybrid_engine.live.topk import merge_top_k
 from hybrid_engine.models.cross_encoder import CrossEncoder
+from hybrid_engine.pipeline.facets import Facets, count_facets
 from hybrid_engine.pipeline.fusion import fuse
 from hybrid_engine.pipeline.mmr import mmr as mmr_order
 from hybrid_engine.pipeline.plan import SearchPlan
-from hybrid_engine.pipeline.relevance import above, relevance
+from hybrid_engine.pipeline.relevance import above, relevance, relevance_of
 from hybrid_engine.pipeline.rerank import rerank
+from hybrid_engine.pipeline.rescore import rescore
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.result import PAD_ID, Hit, SearchResult
 
@@ -76,6 +78,7 @@ class ShardedSearch:
         self.shard_ms: dict[int, float] = {}  # each shard's own search, as it timed it
         self.owner: dict[int, int] = {}
         self.dense_vectors: np.ndarray | None = None
+        self.facets: list[Facets] | None = None
 
     def _timed(self, stage: str, start: float) -> None:
         self.timings[stage] = self.timings.get(stage, 0.0) + (time.perf_counter() - start) * 1000
@@ -193,7 +196,8 @@ class ShardedSearch:
         return found
 
     def ranked(self, found: dict[str, SearchResult], asked: list[str]) -> SearchResult:
-        """Fusion of the merged legs, then reranking and MMR over the fused candidates."""
+        """Fusion of the merged legs, facets and rescoring over every fused candidate, then
+        reranking and MMR over the fused head (the stages of one index, in its order)."""
         plan = self.plan
         start = time.perf_counter()
         weights = None
@@ -201,17 +205,16 @@ class ShardedSearch:
             by_leg = dict(zip(self.shards.retrievers, plan.weights, strict=True))
             weights = [by_leg[name] for name in found]
             weights = weights if any(weights) else None
-        result = fuse(
-            list(found.values()),
-            plan.candidates,
-            method=plan.fusion,
-            weights=weights,
-            depth=plan.width,
-        )
+        results = list(found.values())
+        # Facets count over every candidate, and rescoring may lift any of them into the head.
+        kept = sum(r.ids.shape[1] for r in results) if plan.every_candidate else plan.candidates
+        result = fuse(results, max(kept, 1), method=plan.fusion, weights=weights, depth=plan.width)
+        values = relevance(result.scores, plan.fusion, weights, len(found))
         if plan.min_score is not None:
-            values = relevance(result.scores, plan.fusion, weights, len(found))
             result = above(result, values, plan.min_score)
         self._timed("fusion", start)
+        if plan.every_candidate:
+            result = self._over_candidates(result, values)
         if plan.rerank is not None and self.shards.reranker is not None:
             start = time.perf_counter()
             texts = self.fetch("texts", result.ids[:, : plan.rerank])
@@ -231,6 +234,30 @@ class ShardedSearch:
             self._timed("mmr", start)
         page = slice(plan.offset, plan.k)
         return SearchResult(result.ids[:, page], result.scores[:, page])
+
+    def _over_candidates(self, fused: SearchResult, values: np.ndarray) -> SearchResult:
+        """Facets (``self.facets``) and rescoring over every fused candidate, whose ids and
+        metadata are fetched from their shards (those of a shard that did not answer leave
+        the candidates, as they leave the head), then the head."""
+        plan = self.plan
+        start = time.perf_counter()
+        fetched = self.fetch("fields", fused.ids)
+        if len(fetched) < int((fused.ids != PAD_ID).sum()):
+            kept = _without_unanswered(fused, fetched, fused.ids.shape[1])
+            values = relevance_of(kept.ids, fused.ids, values)
+            fused = kept
+        fields = FetchedFields(fetched)
+        self._timed("fields", start)
+        result = fused
+        if plan.facets is not None:
+            start = time.perf_counter()
+            self.facets = count_facets(fields, fused.ids, plan.facets)
+            self._timed("facets", start)
+        if plan.decay is not None or plan.expression is not None:
+            start = time.perf_counter()
+            result = rescore(fields, fused, values, plan.decay, plan.expression)
+            self._timed("rescore", start)
+        return SearchResult(result.ids[:, : plan.candidates], result.scores[:, : plan.candidates])
 
     def _mmr(self, result: SearchResult) -> SearchResult:
         """MMR over the fused head's vectors, fetched from their shards (those of a shard
@@ -252,7 +279,7 @@ class ShardedSearch:
         return SearchResult(ids, picks.scores)
 
     def fetch(self, method: str, seqs: np.ndarray) -> dict[int, Any]:
-        """``method`` ("texts", "vectors", "documents") of the documents ``seqs`` (padding
+        """``method`` ("texts", "vectors", "documents", "fields") of the documents ``seqs`` (padding
         ignored), each asked of its shard, by seq; those of a shard that did not answer are
         left out (it is counted missing)."""
         wanted = sorted({int(s) for s in seqs.ravel() if s != PAD_ID})
@@ -280,6 +307,28 @@ class ShardedSearch:
             out.append(row)
         self._timed("documents", start)
         return out
+
+
+class FetchedFields:
+    """The ids and metadata the shards sent of a search's candidates, by seq, read as a
+    collection's (``protocols.FieldReader``) by facets and rescoring."""
+
+    def __init__(self, fetched: dict[int, tuple[str, dict[str, Any]]]) -> None:
+        self._fetched = fetched
+
+    def field_values(self, field: str, positions: np.ndarray) -> list[list[object]]:
+        out: list[list[object]] = []
+        for seq in positions.tolist():
+            metadata = self._fetched[seq][1]
+            if field not in metadata:
+                out.append([])
+            else:
+                value = metadata[field]
+                out.append(value if isinstance(value, list) else [value])
+        return out
+
+    def doc_ids_at(self, positions: np.ndarray) -> list[str]:
+        return [self._fetched[seq][0] for seq in positions.tolist()]
 
 
 class _Fetched(Sequence[str]):

@@ -477,6 +477,17 @@ class ShardWorker:
         view = self._view(generation)
         return [_document(view.snapshot.hit(int(p), 0.0)) for p in self._positions(view, seqs)]
 
+    def fields(self, generation: int, seqs: Sequence[int]) -> list[tuple[str, dict[str, Any]]]:
+        """The id and metadata (without ``SEQ_FIELD``) of the documents at ``seqs``: what
+        facets and rescoring read of the fused candidates."""
+        view = self._view(generation)
+        positions = self._positions(view, seqs)
+        metadata = view.snapshot.metadata_at(positions)
+        return [
+            (doc_id, {k: v for k, v in held.items() if k != SEQ_FIELD})
+            for doc_id, held in zip(view.snapshot.doc_ids_at(positions), metadata, strict=True)
+        ]
+
     def get(self, generation: int, ids: Sequence[str]) -> list[dict[str, Any] | None]:
         """The documents of ``generation`` with ``ids`` (of this shard), as ``documents``
         gives them; None for an id no live document has."""

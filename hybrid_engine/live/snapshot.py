@@ -188,6 +188,11 @@ class Snapshot:
         per position."""
         return self._per_segment(positions, lambda docs, rows, _: docs.ids.take(rows))
 
+    def metadata_at(self, positions: np.ndarray) -> list[dict[str, Any]]:
+        """The metadata records of the documents at global ``positions`` (int64, none
+        padding), in that order."""
+        return self._per_segment(positions, lambda docs, rows, _: docs.metadata.records(rows))
+
     def hits_at(self, positions: np.ndarray, scores: np.ndarray) -> list[Hit]:
         """The hits at global ``positions`` (int64, none padding) with ``scores``, in that
         order; ids, titles and texts gathered from each segment at once."""

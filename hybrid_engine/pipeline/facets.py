@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from hybrid_engine.live.snapshot import Snapshot
+from hybrid_engine.protocols import FieldReader
 from hybrid_engine.result import PAD_ID
 
 MAX_FACETS = 16
@@ -45,7 +45,7 @@ def check_facets(facets: object) -> tuple[str, ...] | None:
     return names
 
 
-def count_facets(snapshot: Snapshot, ids: np.ndarray, fields: tuple[str, ...]) -> list[Facets]:
+def count_facets(snapshot: FieldReader, ids: np.ndarray, fields: tuple[str, ...]) -> list[Facets]:
     """Per row of ``ids`` (positions, padding -1), the counts of each field's values over its
     documents. Values of other types stay apart (``1``, ``1.0`` and ``True`` are three)."""
     out: list[Facets] = []

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from hybrid_engine.live.snapshot import Snapshot
+from hybrid_engine.protocols import FieldReader
 from hybrid_engine.result import PAD_ID, SearchResult
 
 FUNCTIONS = ("linear", "exp", "gauss")
@@ -264,7 +264,7 @@ def _reduce(function: Callable[[Any, Any], Any], arguments: list[Any]) -> Any:
 
 
 def rescore(
-    snapshot: Snapshot,
+    snapshot: FieldReader,
     result: SearchResult,
     relevance: np.ndarray,
     decay: Decay | None,

@@ -200,6 +200,7 @@ def create_app(
             return Rows(
                 sharded.hits(),
                 dict(sharded.timings),
+                facets=sharded.facets,
                 missing_shards=list(sharded.missing_shards),
                 shard_timings=dict(sharded.shard_timings),
             )
