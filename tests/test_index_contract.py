@@ -90,11 +90,12 @@ def _build(kind: str, corpus: list[dict[str, Any]], path: Path, chunker: Chunker
     return lambda: ShardedIndex.open(path)
 
 
-def _answer(result: Any) -> list[Any]:
+def _answer(result: Any) -> dict[str, Any]:
     """A result through the accessors every kind has: ``hits()`` (id, score, title, text,
-    metadata), checked against ``doc_ids`` and ``scores``; then its facet counts, where its
-    kind has them."""
-    rows: list[Any] = [
+    metadata), checked against ``doc_ids`` and ``scores``, and ``highlights()``; then its
+    facet counts and each hit's places in the legs (``explain()``), where its kind has
+    them (a parent index ranks parents from chunks: neither)."""
+    rows = [
         [(hit.id, float(hit.score), hit.title, hit.text, dict(hit.metadata)) for hit in row]
         for row in result.hits()
     ]
@@ -103,13 +104,22 @@ def _answer(result: Any) -> list[Any]:
         np.testing.assert_array_equal(scores[np.isfinite(scores)], [hit[1] for hit in row])
     assert isinstance(result.timings, dict) and "total" in result.timings
     assert result.degraded == [] and result.skipped == []
-    return [*rows, getattr(result, "facets", None)]
+    explain = getattr(result, "explain", None)
+    return {
+        "rows": rows,
+        "highlights": result.highlights(),
+        "facets": getattr(result, "facets", None),
+        "explain": explain() if explain is not None else None,
+    }
 
 
-def _assert_agree(got: list[Any], expected: list[Any], kind: str) -> None:
-    if not kind.startswith("parents"):  # a parent result has no facets
-        assert got[-1] == expected[-1], kind
-    for row_got, row_expected in zip(got[:-1], expected[:-1], strict=True):
+def _assert_agree(got: dict[str, Any], expected: dict[str, Any], kind: str) -> None:
+    assert got["highlights"] == expected["highlights"], kind
+    if not kind.startswith("parents"):
+        assert got["facets"] == expected["facets"], kind
+        for places_got, places_expected in zip(got["explain"], expected["explain"], strict=True):
+            assert places_got == places_expected, kind
+    for row_got, row_expected in zip(got["rows"], expected["rows"], strict=True):
         assert [h[0] for h in row_got] == [h[0] for h in row_expected], kind
         np.testing.assert_allclose(
             [h[1] for h in row_got], [h[1] for h in row_expected], rtol=1e-5, err_msg=kind

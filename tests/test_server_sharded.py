@@ -61,6 +61,8 @@ def test_serve_answers_over_a_sharded_index_as_over_one_index(
     with HybridIndex.load(tmp_path / "one") as one:
         expected = [[(h.id, h.score) for h in one.search([q], 10).hits()[0]] for q in queries]
         optioned = [(h.id, h.score) for h in one.search([queries[0]], **OPTIONS).hits()[0]]
+        read = one.search([queries[1]], 5)
+        snippets, places = read.highlights()[0], read.explain()[0]
 
     server = serve(str(root), "--port", "0", api_key=KEY, start_timeout_s=SHARDED_START_S)
     url = server.url()
@@ -84,12 +86,24 @@ def test_serve_answers_over_a_sharded_index_as_over_one_index(
     assert [i for i, _ in got] == [i for i, _ in optioned] and len(got) == OPTIONS["k"]
     np.testing.assert_allclose([s for _, s in got], [s for _, s in optioned], atol=1e-5)
 
+    # Highlights and each hit's places in the legs, as one index gives them.
+    answer = http.post(
+        "/search", json={"query": queries[1], "k": 5, "highlight": True, "explain": True}
+    ).json()
+    (result,) = answer["results"]
+    assert [hit["highlight"] for hit in result["hits"]] == snippets
+    got_places = [
+        {leg: (place["rank"], place["score"]) for leg, place in hit["legs"].items()}
+        for hit in result["hits"]
+    ]
+    assert got_places == [
+        {leg: (rank, pytest.approx(score, abs=1e-5)) for leg, (rank, score) in place.items()}
+        for place in places
+    ]
     # A search option a sharded index lacks is a 400 naming it, as a typo'd option is not.
-    for option in ({"explain": True}, {"highlight": True}, {"budget_ms": 50.0}):
-        refused = http.post("/search", json={"query": queries[0], **option})
-        assert refused.status_code == 400, refused.text
-        (name,) = option
-        assert name in refused.json()["detail"] and "sharded" in refused.json()["detail"]
+    refused = http.post("/search", json={"query": queries[0], "budget_ms": 50.0})
+    assert refused.status_code == 400, refused.text
+    assert "budget_ms" in refused.json()["detail"] and "sharded" in refused.json()["detail"]
 
     new = [{"_id": f"new{i}", "text": f"an added note about protein folding {i}"} for i in range(4)]
     staged = http.post("/documents", json={"documents": new[:2]}).json()

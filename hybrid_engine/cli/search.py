@@ -29,11 +29,13 @@ from hybrid_engine.cli._values import (
     unit_float,
 )
 from hybrid_engine.distributed import index as distributed_index
+from hybrid_engine.distributed.result import ShardedResult
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, METHODS
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
+from hybrid_engine.pipeline.result import HybridResult
 from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
 
 
@@ -261,26 +263,38 @@ def run(args: argparse.Namespace) -> int:
             decay=args.decay,
             expression=args.expression,
         )
-        hits = result.hits()[0]
-        facets = result.facets[0] if result.facets is not None else None
-        legs = result.explain()[0] if args.explain else None
-        if args.json:
-            snippets = result.highlights()[0] if args.highlight else None
-            print(hits_json(query, hits, result.timings, facets, snippets, legs))
-        else:
-            marked = result.highlights(pre="[", post="]", escape=False) if args.highlight else None
-            print_hits(
-                query,
-                hits,
-                result.timings,
-                filtered=where is not None,
-                offset=args.offset,
-                snippets=[one_line(s) for s in marked[0]] if marked is not None else None,
-                legs=legs,
-            )
-            if facets is not None:
-                print_facets(facets)
+        print_result(args, query, result, filtered=where is not None)
     return 0
+
+
+def print_result(
+    args: argparse.Namespace,
+    query: str,
+    result: HybridResult | ShardedResult,
+    *,
+    filtered: bool,
+) -> None:
+    """One query's result as ``--json`` or text asks: its hits, with ``--highlight``'s
+    snippets, ``--explain``'s places in each leg and ``--facets``' counts."""
+    hits = result.hits()[0]
+    facets = result.facets[0] if result.facets is not None else None
+    legs = result.explain()[0] if args.explain else None
+    if args.json:
+        snippets = result.highlights()[0] if args.highlight else None
+        print(hits_json(query, hits, result.timings, facets, snippets, legs))
+        return
+    marked = result.highlights(pre="[", post="]", escape=False) if args.highlight else None
+    print_hits(
+        query,
+        hits,
+        result.timings,
+        filtered=filtered,
+        offset=args.offset,
+        snippets=[one_line(s) for s in marked[0]] if marked is not None else None,
+        legs=legs,
+    )
+    if facets is not None:
+        print_facets(facets)
 
 
 def shared_options(
@@ -302,15 +316,13 @@ def shared_options(
 
 NOT_SHARDED = (
     *((name, "--" + name.replace("_", "-")) for name in distributed_index.NOT_SHARDED),
-    ("highlight", "--highlight"),
-    ("explain", "--explain"),
     ("variant", "--variant"),
     ("mmap", "--mmap"),
     ("allow_degraded", "--allow-degraded"),
 )
-"""The options ``search`` has for one index and not yet for a sharded one (the search options
-``distributed.index.NOT_SHARDED`` names, and what a ``ShardedResult`` has no reader for yet),
-by ``args`` attribute: refused before the shards are opened."""
+"""The options ``search`` has for one index and not for a sharded one (the search options
+``distributed.index.NOT_SHARDED`` names, and how one index is loaded), by ``args``
+attribute: refused before the shards are opened."""
 
 
 def run_sharded(
@@ -334,16 +346,7 @@ def run_sharded(
                 decay=args.decay,
                 expression=args.expression,
             )
-            hits = result.hits()[0]
-            facets = result.facets[0] if result.facets is not None else None
-            if args.json:
-                print(hits_json(query, hits, result.timings, facets))
-            else:
-                print_hits(
-                    query, hits, result.timings, filtered=where is not None, offset=args.offset
-                )
-                if facets is not None:
-                    print_facets(facets)
+            print_result(args, query, result, filtered=where is not None)
             if result.missing_shards:
                 print(
                     f"missing shard(s) {result.missing_shards}: these hits are from the others",

@@ -37,7 +37,7 @@ from hybrid_engine.distributed.transactions import read_decided
 from hybrid_engine.distributed.worker import document_hit
 from hybrid_engine.distributed.writes import ShardWrites
 from hybrid_engine.ids import check_ids
-from hybrid_engine.lexical.analysis import AnalyzerConfig
+from hybrid_engine.lexical.analysis import Analyzer, AnalyzerConfig
 from hybrid_engine.live.pending import StagedChanges
 from hybrid_engine.live.snapshot import found_hits
 from hybrid_engine.metadata import Filter
@@ -45,11 +45,12 @@ from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.models.splade import SpladeEncoder
 from hybrid_engine.pipeline.asynchronous import AsyncEngine
+from hybrid_engine.pipeline.facets import Facets
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.plan import SearchPlan
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
 from hybrid_engine.pipeline.stack import DEFAULT_DEPTH, Stack
-from hybrid_engine.result import Hit
+from hybrid_engine.result import PAD_ID, Hit, SearchResult
 
 
 class ShardedIndex(AsyncEngine[ShardedResult]):
@@ -82,6 +83,7 @@ class ShardedIndex(AsyncEngine[ShardedResult]):
         described = self._calls.all("describe")
         self._retrievers: tuple[str, ...] = tuple(described[0]["retrievers"])
         self._models: dict[str, dict[str, str] | None] = dict(described[0]["models"])
+        self._analyzer = Analyzer(AnalyzerConfig.from_dict(described[0]["analyzer"]))
         self._verdict: RerankerVerdict | None = None
         if reranker is not None:
             self._verdict = reranker_verdict(reranker.name, reranker.training)
@@ -466,9 +468,12 @@ class ShardedIndex(AsyncEngine[ShardedResult]):
         found = search.legs(asked, num_threads, vectors) if asked else {}
         scores = np.full((len(texts), max(plan.k - plan.offset, 0)), -np.inf, np.float32)
         hit_lists: list[list[Hit]] = [[] for _ in texts]
+        seqs: list[list[int]] = [[] for _ in texts]
         if found:
-            for row, hits in zip(rows, search.hits(search.ranked(found, asked)), strict=True):
+            ranked = search.ranked(found, asked)
+            for i, (row, hits) in enumerate(zip(rows, search.hits(ranked), strict=True)):
                 hit_lists[int(row)] = hits  # without the hits of a shard that did not answer
+                seqs[int(row)] = search.hit_seqs[i]
                 scores[row, : len(hits)] = [hit.score for hit in hits]
         timings["total"] = (time.perf_counter() - start) * 1000
         return ShardedResult(
@@ -478,7 +483,11 @@ class ShardedIndex(AsyncEngine[ShardedResult]):
             sorted(search.missing),
             generation,
             dict(sorted(search.shard_ms.items())),
-            facets=search.facets,
+            facets=_every_row(search.facets, rows, len(texts), plan.facets or ()),
+            queries=texts,
+            analyzer=self._analyzer,
+            legs={name: _all_rows(leg, rows, len(texts)) for name, leg in found.items()},
+            seqs=seqs,
         )
 
 
@@ -486,6 +495,29 @@ NOT_SHARDED = ("budget_ms",)
 """The search options (``plan.SEARCH_OPTIONS``) a sharded search does not run yet, refused by
 name (``SearchPlan.refuse``): a budget needs running estimates of each stage's cost, which the
 coordinator does not keep for its fan-out."""
+
+
+def _all_rows(result: SearchResult, rows: np.ndarray, n_queries: int) -> SearchResult:
+    """``result`` of the non-blank queries at ``rows`` as one row per query, a blank one's
+    all padding."""
+    ids = np.full((n_queries, result.ids.shape[1]), PAD_ID, np.int64)
+    scores = np.full(ids.shape, -np.inf, np.float32)
+    ids[rows], scores[rows] = result.ids, result.scores
+    return SearchResult(ids, scores)
+
+
+def _every_row(
+    per_row: list[Facets] | None, rows: np.ndarray, n_queries: int, fields: tuple[str, ...]
+) -> list[Facets] | None:
+    """The facet counts ``per_row`` (of the non-blank queries at ``rows``) as one per query,
+    a blank one's ``fields`` each without values (as one index counts a query without
+    hits)."""
+    if per_row is None:
+        return None
+    out: list[Facets] = [{name: [] for name in fields} for _ in range(n_queries)]
+    for row, counts in zip(rows.tolist(), per_row, strict=True):
+        out[row] = counts
+    return out
 
 
 def _query_model(kind: type[Any], record: tuple[str, str, str] | None) -> Any:

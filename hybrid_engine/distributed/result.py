@@ -6,8 +6,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hybrid_engine.checks import check_int
+from hybrid_engine.lexical.analysis import Analyzer
 from hybrid_engine.pipeline.facets import Facets
-from hybrid_engine.result import Hit
+from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight_rows
+from hybrid_engine.pipeline.result import explain_rows
+from hybrid_engine.result import Hit, SearchResult
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,15 @@ class ShardedResult:
     facets : list of dict, or None
         With ``facets``: each query's value counts per field over its fused candidates
         (``HybridResult.facets``).
+    queries : list of str or None
+        The query texts searched (what ``highlights`` marks).
+    analyzer : Analyzer or None
+        The shards' BM25 analyzer (what decides a match in ``highlights``).
+    legs : dict of str to SearchResult or None
+        Each leg's ranking merged over the shards, one row per query, documents named by
+        their place in the collection's order (what ``explain`` reads).
+    seqs : list of list of int or None
+        Each hit's place in the collection's order, aligned with ``hit_lists``.
     """
 
     scores: np.ndarray
@@ -51,6 +64,12 @@ class ShardedResult:
     degraded: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     facets: list[Facets] | None = None
+    queries: list[str] | None = field(default=None, repr=False, compare=False, kw_only=True)
+    analyzer: Analyzer | None = field(default=None, repr=False, compare=False, kw_only=True)
+    legs: dict[str, SearchResult] | None = field(
+        default=None, repr=False, compare=False, kw_only=True
+    )
+    seqs: list[list[int]] | None = field(default=None, repr=False, compare=False, kw_only=True)
 
     def __len__(self) -> int:
         return len(self.hit_lists)
@@ -63,6 +82,49 @@ class ShardedResult:
     def hits(self) -> list[list[Hit]]:
         """Each query's hits, best first (as ``HybridResult.hits``)."""
         return self.hit_lists
+
+    def explain(self) -> list[list[dict[str, tuple[int, float]]]]:
+        """Each hit's place in each leg's ranking over every shard, aligned with ``hits()``
+        (``HybridResult.explain``: ``{leg: (rank, score)}``, rank 1-based).
+
+        Raises
+        ------
+        ValueError
+            The result was not returned by ``ShardedIndex.search``.
+        """
+        if self.legs is None or self.seqs is None:
+            raise ValueError("this result was not returned by ShardedIndex.search: no legs")
+        return explain_rows(self.legs, self.seqs)
+
+    def highlights(
+        self,
+        *,
+        chars: int = SNIPPET_CHARS,
+        pre: str = "<mark>",
+        post: str = "</mark>",
+        escape: bool = True,
+    ) -> list[list[str]]:
+        """Each hit's snippet with the words matching the query marked, aligned with
+        ``hits()`` (``HybridResult.highlights`` describes it).
+
+        Raises
+        ------
+        ValueError
+            ``chars < 1``, or the result was not returned by ``ShardedIndex.search``.
+        """
+        check_int("chars", chars, 1)
+        if self.queries is None or self.analyzer is None:
+            raise ValueError("this result was not returned by ShardedIndex.search")
+        texts = [[hit.text for hit in row] for row in self.hit_lists]
+        return highlight_rows(
+            self.queries,
+            texts,
+            self.analyzer.analyze,
+            chars=chars,
+            pre=pre,
+            post=post,
+            escape=escape,
+        )
 
     @property
     def complete(self) -> bool:

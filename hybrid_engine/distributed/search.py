@@ -79,6 +79,7 @@ class ShardedSearch:
         self.owner: dict[int, int] = {}
         self.dense_vectors: np.ndarray | None = None
         self.facets: list[Facets] | None = None
+        self.hit_seqs: list[list[int]] = []  # each kept hit's seq, row by row (``hits``)
 
     def _timed(self, stage: str, start: float) -> None:
         self.timings[stage] = self.timings.get(stage, 0.0) + (time.perf_counter() - start) * 1000
@@ -299,12 +300,14 @@ class ShardedSearch:
         documents = self.fetch("documents", result.ids)
         out = []
         for ids, scores in zip(result.ids, result.scores, strict=True):
-            row = []
+            row, seqs = [], []
             for seq, score in zip(ids.tolist(), scores.tolist(), strict=True):
                 doc = documents.get(seq)
                 if doc is not None:
                     row.append(document_hit(doc, float(score)))
+                    seqs.append(seq)
             out.append(row)
+            self.hit_seqs.append(seqs)
         self._timed("documents", start)
         return out
 

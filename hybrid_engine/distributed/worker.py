@@ -144,8 +144,8 @@ class ShardWorker:
 
     def describe(self) -> dict[str, Any]:
         """The shard's retrievers, prepared models (``HybridIndex.models``), query encoders
-        (folder, variant, model hash; None without the leg), incarnation and the last place
-        in the collection's order it holds."""
+        (folder, variant, model hash; None without the leg), BM25 analyzer settings,
+        incarnation and the last place in the collection's order it holds."""
         engine = self._writable()
         splade = engine._state.splade_encoder
         seq = _sequence(engine.pinned()._snapshot)
@@ -154,6 +154,7 @@ class ShardWorker:
             "models": engine.models,
             "dense": None if engine.encoder is None else _model_record(engine.encoder),
             "splade": None if splade is None else _model_record(splade),
+            "analyzer": engine.pinned()._snapshot.text_analyzer.config.to_dict(),
             "incarnation": self._incarnation,
             "last_seq": int(seq.max()) if len(seq) else -1,
         }

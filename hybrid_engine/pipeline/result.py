@@ -100,26 +100,7 @@ class HybridResult(SearchResult):
         """
         if self.legs is None:
             raise ValueError("this result was not returned by HybridIndex.search: no legs")
-        out = []
-        for row in range(len(self.ids)):
-            places = {
-                name: {
-                    int(i): (rank, float(score))
-                    for rank, (i, score) in enumerate(
-                        zip(leg.ids[row], leg.scores[row], strict=True), 1
-                    )
-                    if i != PAD_ID
-                }
-                for name, leg in self.legs.items()
-            }
-            out.append(
-                [
-                    {name: found[int(i)] for name, found in places.items() if int(i) in found}
-                    for i in self.ids[row]
-                    if i != PAD_ID
-                ]
-            )
-        return out
+        return explain_rows(self.legs, [[int(i) for i in row if i != PAD_ID] for row in self.ids])
 
     def highlights(
         self,
@@ -160,6 +141,27 @@ class HybridResult(SearchResult):
                 "this result was not returned by HybridIndex.search: it has no documents"
             )
         return self.snapshot
+
+
+def explain_rows(
+    legs: dict[str, SearchResult], hits: list[list[int]]
+) -> list[list[dict[str, tuple[int, float]]]]:
+    """Each hit's place in each leg's own ranking (``HybridResult.explain``): ``hits`` are
+    each query's hit ids, in the ids ``legs`` (one row per query) rank."""
+    out = []
+    for row, ids in enumerate(hits):
+        places = {
+            name: {
+                int(i): (rank, float(score))
+                for rank, (i, score) in enumerate(
+                    zip(leg.ids[row], leg.scores[row], strict=True), 1
+                )
+                if i != PAD_ID
+            }
+            for name, leg in legs.items()
+        }
+        out.append([{name: found[i] for name, found in places.items() if i in found} for i in ids])
+    return out
 
 
 def _rows(items: list[_T], hit: np.ndarray) -> list[list[_T]]:

@@ -188,12 +188,6 @@ def create_app(
         extras = ("highlight", "explain")
         searched = {name: value for name, value in options.items() if name not in extras}
         if isinstance(engine, ShardedIndex):
-            asked = [name for name in extras if options.get(name)]
-            if asked:  # a ShardedResult has no reader for them yet
-                raise ValueError(
-                    f"{', '.join(asked)}: not available on a sharded index yet; leave "
-                    f"{'it' if len(asked) == 1 else 'them'} out"
-                )
             sharded = await engine.asearch(texts, **searched)
             metrics.observe_stages(sharded.timings, len(texts))
             metrics.observe_shards(sharded.missing_shards, sharded.shard_timings)
@@ -201,6 +195,8 @@ def create_app(
                 sharded.hits(),
                 dict(sharded.timings),
                 facets=sharded.facets,
+                highlights=sharded.highlights() if options.get("highlight") else None,
+                legs=sharded.explain() if options.get("explain") else None,
                 missing_shards=list(sharded.missing_shards),
                 shard_timings=dict(sharded.shard_timings),
             )
