@@ -224,6 +224,12 @@ def test_results_equal_one_index(
         _assert_same_hits(huge, single.search(queries[:2], 10**9))
         # Blank queries have no hits, as in one index.
         _assert_same_hits(index.search(["", queries[0]], 5), single.search(["", queries[0]], 5))
+        for blanks in (["", queries[0]], [" "]):
+            got = index.search(blanks, 5, facets=["tag"])
+            expected = single.search(blanks, 5, facets=["tag"])
+            assert got.facets == expected.facets
+            assert got.highlights() == expected.highlights()
+            assert got.explain() == expected.explain()
         assert all(SEQ_FIELD not in hit.metadata for hit in index.search(queries, 10).hits()[0])
     finally:
         index.close()

@@ -483,7 +483,11 @@ class ShardedIndex(AsyncEngine[ShardedResult]):
             sorted(search.missing),
             generation,
             dict(sorted(search.shard_ms.items())),
-            facets=_every_row(search.facets, rows, len(texts), plan.facets or ()),
+            facets=(
+                None
+                if plan.facets is None
+                else _every_row(search.facets or [], rows, len(texts), plan.facets)
+            ),
             queries=texts,
             analyzer=self._analyzer,
             legs={name: _all_rows(leg, rows, len(texts)) for name, leg in found.items()},
@@ -507,13 +511,11 @@ def _all_rows(result: SearchResult, rows: np.ndarray, n_queries: int) -> SearchR
 
 
 def _every_row(
-    per_row: list[Facets] | None, rows: np.ndarray, n_queries: int, fields: tuple[str, ...]
-) -> list[Facets] | None:
+    per_row: list[Facets], rows: np.ndarray, n_queries: int, fields: tuple[str, ...]
+) -> list[Facets]:
     """The facet counts ``per_row`` (of the non-blank queries at ``rows``) as one per query,
     a blank one's ``fields`` each without values (as one index counts a query without
     hits)."""
-    if per_row is None:
-        return None
     out: list[Facets] = [{name: [] for name in fields} for _ in range(n_queries)]
     for row, counts in zip(rows.tolist(), per_row, strict=True):
         out[row] = counts

@@ -280,9 +280,9 @@ class ShardedSearch:
         return SearchResult(ids, picks.scores)
 
     def fetch(self, method: str, seqs: np.ndarray) -> dict[int, Any]:
-        """``method`` ("texts", "vectors", "documents", "fields") of the documents ``seqs`` (padding
-        ignored), each asked of its shard, by seq; those of a shard that did not answer are
-        left out (it is counted missing)."""
+        """``method`` ("texts", "vectors", "documents", "fields") of the documents ``seqs``
+        (padding ignored), each asked of its shard, by seq; those of a shard that did not
+        answer are left out (it is counted missing)."""
         wanted = sorted({int(s) for s in seqs.ravel() if s != PAD_ID})
         by_shard: list[list[int]] = [[] for _ in range(self.shards.n_shards)]
         for seq in wanted:

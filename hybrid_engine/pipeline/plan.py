@@ -86,7 +86,7 @@ class SearchPlan:
     facets: tuple[str, ...] | None = None
     decay: Decay | None = None
     expression: Expression | None = None
-    query_vectors: np.ndarray | None = field(default=None, repr=False)
+    query_vectors: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def checked(
