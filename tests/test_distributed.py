@@ -198,8 +198,6 @@ def test_results_equal_one_index(
         )
         with pytest.raises(ValueError, match=r"give either stack= or fusion"):
             index.search(queries, 10, stack=stack, depth=20)
-        with pytest.raises(ValueError, match=r"^budget_ms: not available on a sharded index"):
-            index.search(queries, 10, budget_ms=50.0)
         # Facets and rescoring read every fused candidate's metadata from its shard.
         decay = {"field": "year", "origin": 2023, "scale": 5, "decay": 0.5}
         for options in (
@@ -255,6 +253,14 @@ def test_reranking_runs_once_on_the_merged_candidates(
     try:
         expected = single.with_reranker(OverlapScorer()).search(queries, 10, rerank=30)  # type: ignore[arg-type]
         _assert_same_hits(index.search(queries, 10, rerank=30), expected)
+        # Measured twice (the first run is a warm-up), the reranker then fits a generous
+        # budget and not one already spent: skipped, the fused ranking served, as one index.
+        roomy = index.search(queries, 10, rerank=30, budget_ms=60_000.0)
+        _assert_same_hits(roomy, expected)
+        assert roomy.skipped == []
+        tight = index.search(queries, 10, rerank=30, budget_ms=0.001)
+        assert tight.skipped == ["rerank"] and "rerank" not in tight.timings
+        _assert_same_hits(tight, single.search(queries, 10))
     finally:
         index.close()
 

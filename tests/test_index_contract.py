@@ -5,8 +5,7 @@ documents and models; their answers must agree.
 
 The documents are short (one chunk each), so a parent index ranks its parents as the plain
 index ranks its documents. Every kind encodes with the prepared bi-encoder (the shards load it
-in their actors) and shares the embedding cache. What a kind does not run yet is refused by
-name (``distributed.index.NOT_SHARDED``)."""
+in their actors) and shares the embedding cache."""
 
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ import ray
 from hybrid_engine import EmbeddingCache, HybridIndex, ParentDocumentIndex, Stack
 from hybrid_engine.chunking import Chunker
 from hybrid_engine.distributed import ShardedIndex
-from hybrid_engine.distributed.index import NOT_SHARDED
 from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.evaluation import load_beir
 
@@ -188,10 +186,6 @@ def test_every_kind_answers_the_same_scenario_alike(
             assert got[1].metadata == extra[3]["metadata"]
             with pytest.raises(UnknownIdError, match=corpus[2]["_id"]):
                 index.get([corpus[2]["_id"]])
-            if kind.startswith("shards"):
-                assert NOT_SHARDED == ("budget_ms",)
-                with pytest.raises(ValueError, match=r"^budget_ms: not available"):
-                    index.search(queries, 5, budget_ms=50.0)
         finally:
             index.close()
         again = opened()  # what was committed is what a reopened index answers

@@ -1,5 +1,5 @@
 """One search contract (issue 30): every kind of index takes the same search options, checked
-once by ``SearchPlan.checked``; what a kind does not run yet is refused by name."""
+once by ``SearchPlan.checked``, and has the same lifecycle."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 
 from hybrid_engine import HybridIndex, ParentDocumentIndex
 from hybrid_engine.distributed import ShardedIndex
-from hybrid_engine.distributed.index import NOT_SHARDED
 from hybrid_engine.integrations._search import SEARCH_OPTIONS as ADAPTER_OPTIONS
 from hybrid_engine.pipeline.plan import SEARCH_OPTIONS, SearchPlan
 
@@ -38,7 +37,6 @@ def test_every_index_kind_takes_the_same_search_options() -> None:
     # A parent index passes the options to its inner engine's search.
     parameters = inspect.signature(ParentDocumentIndex.search).parameters
     assert parameters["options"].kind is inspect.Parameter.VAR_KEYWORD
-    assert set(NOT_SHARDED) < set(SEARCH_OPTIONS)
 
 
 def test_the_plan_checks_queries_stack_and_query_vectors_once() -> None:
@@ -64,17 +62,6 @@ def test_the_plan_checks_queries_stack_and_query_vectors_once() -> None:
                 arguments.pop("queries"), 5, retrievers=("bm25", "dense"), verdict=None,
                 **arguments,
             )  # fmt: skip
-
-
-def test_a_plan_refuses_by_name_what_an_index_does_not_run() -> None:
-    plan = SearchPlan.checked(
-        ["q"], 5, retrievers=("bm25",), verdict=None, dim=None, budget_ms=20.0, facets=["tag"]
-    )
-    with pytest.raises(ValueError, match=r"^budget_ms, facets: not available on a kind yet"):
-        plan.refuse(("budget_ms", "facets", "decay"), "a kind")
-    SearchPlan.checked(["q"], 5, retrievers=("bm25",), verdict=None, dim=None).refuse(
-        NOT_SHARDED, "a sharded index"
-    )
 
 
 CHECKS = {"check_queries", "search_options", "check_budget", "check_facets", "check_decay"}

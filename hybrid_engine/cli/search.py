@@ -28,7 +28,6 @@ from hybrid_engine.cli._values import (
     positive_int,
     unit_float,
 )
-from hybrid_engine.distributed import index as distributed_index
 from hybrid_engine.distributed.result import ShardedResult
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.cross_encoder import CrossEncoder
@@ -315,14 +314,13 @@ def shared_options(
 
 
 NOT_SHARDED = (
-    *((name, "--" + name.replace("_", "-")) for name in distributed_index.NOT_SHARDED),
     ("variant", "--variant"),
     ("mmap", "--mmap"),
     ("allow_degraded", "--allow-degraded"),
 )
-"""The options ``search`` has for one index and not for a sharded one (the search options
-``distributed.index.NOT_SHARDED`` names, and how one index is loaded), by ``args``
-attribute: refused before the shards are opened."""
+"""The options ``search`` has for one index and not for a sharded one (how one index is
+loaded: the shards load as the index was built), by ``args`` attribute: refused before the
+shards are opened."""
 
 
 def run_sharded(
@@ -334,7 +332,7 @@ def run_sharded(
 ) -> int:
     """``search`` on a sharded index: each query over every shard, printed as for one index,
     with the shards that did not answer named."""
-    why = "not available on a sharded index yet; leave them out, or search one index"
+    why = "not available with a sharded index (its shards load as it was built); leave them out"
     sharded.refuse_options(args, NOT_SHARDED, why)
     with sharded.opened(args.index, args.ray_address, cross_encoder) as index:
         for query in queries:
@@ -342,6 +340,7 @@ def run_sharded(
                 [query],
                 args.k,
                 **shared_options(args, rerank, where),
+                budget_ms=args.budget_ms,
                 facets=args.facets,
                 decay=args.decay,
                 expression=args.expression,

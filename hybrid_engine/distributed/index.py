@@ -415,6 +415,9 @@ class ShardedIndex(AsyncEngine[ShardedResult]):
         """Search every shard and return what one ``HybridIndex`` over all of them would
         (``HybridIndex.search`` documents the parameters, the same here; ``filter`` runs
         inside every leg of every shard, ``query_vectors`` go to every shard's dense leg).
+        ``budget_ms`` can skip the reranker, the optional stage of a sharded search (the legs
+        run in one call on each shard, together): by its running estimate, when the time
+        spent and that estimate overrun the budget (``ShardedResult.skipped``).
 
         Parameters
         ----------
@@ -425,8 +428,7 @@ class ShardedIndex(AsyncEngine[ShardedResult]):
         Raises
         ------
         ValueError, TypeError
-            Bad queries or parameters, as ``HybridIndex.search`` raises them; ``budget_ms``
-            given (``NOT_SHARDED``: a sharded search does not run it yet), named.
+            Bad queries or parameters, as ``HybridIndex.search`` raises them.
         ShardUnavailableError
             ``strict`` and a shard did not answer, or no shard answered.
         """
@@ -456,7 +458,6 @@ class ShardedIndex(AsyncEngine[ShardedResult]):
             decay=decay,
             expression=expression,
         )
-        plan.refuse(NOT_SHARDED, "a sharded index")
         generation = self._writes.generation
         plan = plan.bounded(self._live_count(generation))  # memory bounded by the documents
         texts = plan.texts
@@ -483,6 +484,7 @@ class ShardedIndex(AsyncEngine[ShardedResult]):
             sorted(search.missing),
             generation,
             dict(sorted(search.shard_ms.items())),
+            skipped=search.skipped,
             facets=(
                 None
                 if plan.facets is None
@@ -493,12 +495,6 @@ class ShardedIndex(AsyncEngine[ShardedResult]):
             legs={name: _all_rows(leg, rows, len(texts)) for name, leg in found.items()},
             seqs=seqs,
         )
-
-
-NOT_SHARDED = ("budget_ms",)
-"""The search options (``plan.SEARCH_OPTIONS``) a sharded search does not run yet, refused by
-name (``SearchPlan.refuse``): a budget needs running estimates of each stage's cost, which the
-coordinator does not keep for its fan-out."""
 
 
 def _all_rows(result: SearchResult, rows: np.ndarray, n_queries: int) -> SearchResult:

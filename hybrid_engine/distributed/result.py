@@ -38,9 +38,11 @@ class ShardedResult:
     shard_timings : dict of int to float
         Each shard that answered: the milliseconds of its own search (its legs, as it timed
         them; ``timings["shards"]`` is the wait for the last one).
-    degraded, skipped : list of str
-        Empty: a sharded search has no optional stage to fail or skip (the accessors of
+    degraded : list of str
+        Empty: a sharded search has no stage that fails without failing it (the accessor of
         ``HybridResult``, so that code reading one reads the other).
+    skipped : list of str
+        ``["rerank"]`` when ``budget_ms`` left the reranker out (``HybridResult.skipped``).
     facets : list of dict, or None
         With ``facets``: each query's value counts per field over its fused candidates
         (``HybridResult.facets``).

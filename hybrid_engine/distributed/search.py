@@ -23,6 +23,8 @@ from hybrid_engine.distributed.writes import Prepared
 from hybrid_engine.errors import UnpreparedGenerationError
 from hybrid_engine.live.topk import merge_top_k
 from hybrid_engine.models.cross_encoder import CrossEncoder
+from hybrid_engine.pipeline.budget import RERANK
+from hybrid_engine.pipeline.costs import StageCosts
 from hybrid_engine.pipeline.facets import Facets, count_facets
 from hybrid_engine.pipeline.fusion import fuse
 from hybrid_engine.pipeline.mmr import mmr as mmr_order
@@ -48,6 +50,8 @@ class SearchedShards:
     splade: SparseEncoder | None
     reranker: CrossEncoder | None
     turns: Iterator[int] = field(default_factory=itertools.count)
+    costs: StageCosts = field(default_factory=StageCosts)
+    """Running estimates of the reranker's milliseconds per pair, what ``budget_ms`` reads."""
 
     @property
     def n_shards(self) -> int:
@@ -74,6 +78,8 @@ class ShardedSearch:
         self.generation = generation
         self.plan = plan
         self.timings = timings
+        self._started = time.perf_counter()
+        self.skipped: list[str] = []  # optional stages left out to keep the budget
         self.missing: set[int] = set()
         self.shard_ms: dict[int, float] = {}  # each shard's own search, as it timed it
         self.owner: dict[int, int] = {}
@@ -216,7 +222,8 @@ class ShardedSearch:
         self._timed("fusion", start)
         if plan.every_candidate:
             result = self._over_candidates(result, values)
-        if plan.rerank is not None and self.shards.reranker is not None:
+        pairs = len(asked) * (plan.rerank or 0)
+        if plan.rerank is not None and self.shards.reranker is not None and self._affords(pairs):
             start = time.perf_counter()
             texts = self.fetch("texts", result.ids[:, : plan.rerank])
             result = _without_unanswered(result, texts, plan.rerank)
@@ -229,12 +236,29 @@ class ShardedSearch:
                 blend=plan.blend,
             )
             self._timed("rerank", start)
+            self.shards.costs.observe(RERANK, self.timings[RERANK], pairs)
         if plan.mmr is not None and self.dense_vectors is not None:
             start = time.perf_counter()
             result = self._mmr(result)
             self._timed("mmr", start)
         page = slice(plan.offset, plan.k)
         return SearchResult(result.ids[:, page], result.scores[:, page])
+
+    def _affords(self, pairs: int) -> bool:
+        """Whether the reranker (the optional stage of a sharded search: the legs run in one
+        call on each shard) fits what is left of ``plan.budget_ms``, by its running estimate
+        for ``pairs`` (query, passage) pairs; one without estimate yet runs, and one skipped
+        for ``costs.PROBE_AFTER_S`` is run once again to measure it. Skipped: named in
+        ``skipped``."""
+        budget_ms = self.plan.budget_ms
+        estimate = self.shards.costs.estimate(RERANK, pairs)
+        if budget_ms is None or estimate is None:
+            return True
+        spent = (time.perf_counter() - self._started) * 1000
+        if spent + estimate <= budget_ms or self.shards.costs.claim_probe(RERANK):
+            return True
+        self.skipped.append(RERANK)
+        return False
 
     def _over_candidates(self, fused: SearchResult, values: np.ndarray) -> SearchResult:
         """Facets (``self.facets``) and rescoring over every fused candidate, whose ids and

@@ -176,17 +176,6 @@ class SearchPlan:
             ),
         )
 
-    def refuse(self, options: Sequence[str], index: str) -> None:
-        """Raise a ValueError naming each of ``options`` that this plan uses (fields that are
-        None when left out: ``budget_ms``, ``facets``, ``decay``, ``expression``,
-        ``query_vectors``): what an index of the kind ``index`` names does not run."""
-        used = [name for name in options if getattr(self, name) is not None]
-        if used:
-            raise ValueError(
-                f"{', '.join(used)}: not available on {index} yet; leave "
-                f"{'it' if len(used) == 1 else 'them'} out"
-            )
-
     def bounded(self, n_docs: int) -> SearchPlan:
         """This plan over a collection of ``n_docs`` live documents: ``k`` becomes
         ``hits_width(k, n_docs)`` (the width of the result), and no stage asks for more hits
