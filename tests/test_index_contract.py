@@ -132,10 +132,14 @@ def _searches(index: Any, queries: list[str], vectors: np.ndarray) -> dict[str, 
     return {
         name: _answer(index.search(queries, 5, **options))
         for name, options in {
-            "default": {},
+            "default": {"budget_ms": 60_000.0},  # no stage skipped: as without a budget
             "fusion": {"fusion": "combsum", "weights": {"bm25": 0.5}, "depth": 30},
             "stack": {"stack": stack},
-            "filter": {"filter": {"$or": [{"year": {"$gte": 2015}}, {"tag": "b"}]}},
+            "filter": {
+                "filter": {"$or": [{"year": {"$gte": 2015}}, {"tag": "b"}]},
+                "strict": True,
+                "num_threads": 1,
+            },
             "page": {"offset": 5},
             "min_score": {"min_score": 0.3},
             "mmr": {"mmr": 0.6, "mmr_candidates": 15},
