@@ -56,6 +56,22 @@ def _no_user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     patch.undo()
 
 
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A local Ray cluster of worker processes on this machine for one module, shut down at
+    its end (the embedding-cache environment variable of the session reaches its workers)."""
+    import ray  # the distributed extra: only the modules that use the fixture need it
+
+    ray.init(
+        num_cpus=4,
+        include_dashboard=False,
+        log_to_driver=False,
+        _temp_dir=str(tmp_path_factory.mktemp("ray")),
+    )
+    yield
+    ray.shutdown()
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The shared evaluation data folder: ``$HYBRID_ENGINE_DATA``, else ``../shared/data``."""

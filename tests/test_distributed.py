@@ -13,7 +13,6 @@ from __future__ import annotations
 import resource
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,20 +51,6 @@ class OverlapScorer:
             ],
             np.float32,
         )
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """A local Ray cluster of worker processes on this machine (the embedding-cache
-    environment variable of the session reaches its workers)."""
-    ray.init(
-        num_cpus=4,
-        include_dashboard=False,
-        log_to_driver=False,
-        _temp_dir=str(tmp_path_factory.mktemp("ray")),
-    )
-    yield
-    ray.shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,12 @@ in their actors) and shares the embedding cache."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import ray
 
 from hybrid_engine import EmbeddingCache, HybridIndex, ParentDocumentIndex, Stack
 from hybrid_engine.chunking import Chunker
@@ -33,18 +32,6 @@ PARENTS_ALIKE = ("default", "filter", "min_score", "vectors", "decay", "expressi
 ranking of the chunks, retrieved ``chunk_depth`` deep (100 here) to rank parents from: so a
 ``depth`` under that, a page (its legs search ``offset + chunk_depth`` deep) and MMR
 (diversifying the chunks before they are grouped) rank otherwise, by design."""
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    ray.init(
-        num_cpus=4,
-        include_dashboard=False,
-        log_to_driver=False,
-        _temp_dir=str(tmp_path_factory.mktemp("ray")),
-    )
-    yield
-    ray.shutdown()
 
 
 @pytest.fixture(scope="module")

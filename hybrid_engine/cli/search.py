@@ -253,15 +253,7 @@ def run(args: argparse.Namespace) -> int:
     if cross_encoder is not None:
         engine = engine.with_reranker(cross_encoder)
     for query in queries:
-        result = engine.search(
-            [query],
-            args.k,
-            **shared_options(args, rerank, where),
-            budget_ms=args.budget_ms,
-            facets=args.facets,
-            decay=args.decay,
-            expression=args.expression,
-        )
+        result = engine.search([query], args.k, **search_options(args, rerank, where))
         print_result(args, query, result, filtered=where is not None)
     return 0
 
@@ -296,10 +288,11 @@ def print_result(
         print_facets(facets)
 
 
-def shared_options(
+def search_options(
     args: argparse.Namespace, rerank: int | None, where: Filter | None
 ) -> dict[str, Any]:
-    """The ``search`` keywords of the command line that one index and a sharded one share."""
+    """The ``search`` keywords of the command line, the same for one index and a sharded one
+    (``plan.SEARCH_OPTIONS``)."""
     return {
         "fusion": args.fusion,
         "weights": args.weights,
@@ -310,6 +303,10 @@ def shared_options(
         "num_threads": args.threads,
         "offset": args.offset,
         "min_score": args.min_score,
+        "budget_ms": args.budget_ms,
+        "facets": args.facets,
+        "decay": args.decay,
+        "expression": args.expression,
     }
 
 
@@ -336,15 +333,7 @@ def run_sharded(
     sharded.refuse_options(args, NOT_SHARDED, why)
     with sharded.opened(args.index, args.ray_address, cross_encoder) as index:
         for query in queries:
-            result = index.search(
-                [query],
-                args.k,
-                **shared_options(args, rerank, where),
-                budget_ms=args.budget_ms,
-                facets=args.facets,
-                decay=args.decay,
-                expression=args.expression,
-            )
+            result = index.search([query], args.k, **search_options(args, rerank, where))
             print_result(args, query, result, filtered=where is not None)
             if result.missing_shards:
                 print(

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hybrid_engine.checks import check_int
 from hybrid_engine.lexical.analysis import Analyzer
 from hybrid_engine.pipeline.facets import Facets
 from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight_rows
@@ -114,7 +113,6 @@ class ShardedResult:
         ValueError
             ``chars < 1``, or the result was not returned by ``ShardedIndex.search``.
         """
-        check_int("chars", chars, 1)
         if self.queries is None or self.analyzer is None:
             raise ValueError("this result was not returned by ShardedIndex.search")
         texts = [[hit.text for hit in row] for row in self.hit_lists]

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from hybrid_engine.checks import check_int
 from hybrid_engine.lexical.analysis import Analyzer
 from hybrid_engine.parents.fields import END, PARENT, POSITION, START, user_metadata
 from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight_rows
@@ -179,7 +178,6 @@ class ParentSearchResult:
         ValueError
             ``chars < 1``, or the result was not returned by ``ParentDocumentIndex.search``.
         """
-        check_int("chars", chars, 1)
         if self.queries is None or self.analyzer is None:
             raise ValueError("this result was not returned by ParentDocumentIndex.search")
         analyzer = self.analyzer

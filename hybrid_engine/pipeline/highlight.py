@@ -14,6 +14,8 @@ import html
 import re
 from collections.abc import Callable, Sequence
 
+from hybrid_engine.checks import check_int
+
 WORD = re.compile(r"\w+")
 SNIPPET_CHARS = 200
 """Characters of text a snippet shows by default (more where a word straddles its ends)."""
@@ -87,7 +89,14 @@ def highlight_rows(
     post: str,
     escape: bool,
 ) -> list[list[str]]:
-    """``highlight`` of each text of ``texts[q]`` for query ``queries[q]``."""
+    """``highlight`` of each text of ``texts[q]`` for query ``queries[q]``.
+
+    Raises
+    ------
+    ValueError
+        ``chars < 1``.
+    """
+    check_int("chars", chars, 1)
     out = []
     for query, row in zip(queries, texts, strict=True):
         matches = query_matcher(query, analyze)  # one word cache for all of the query's hits

@@ -9,7 +9,6 @@ from typing import TypeVar
 
 import numpy as np
 
-from hybrid_engine.checks import check_int
 from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.pipeline.facets import Facets
 from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight_rows
@@ -121,7 +120,6 @@ class HybridResult(SearchResult):
         ValueError
             ``chars < 1``, or the result was not returned by ``HybridIndex.search``.
         """
-        check_int("chars", chars, 1)
         if self.queries is None:
             raise ValueError("this result was not returned by HybridIndex.search: no queries")
         texts = [[hit.text for hit in row] for row in self._hits]
