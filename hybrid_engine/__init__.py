@@ -3,6 +3,7 @@
 from hybrid_engine._moved import install_moved_modules
 from hybrid_engine._version import __version__
 from hybrid_engine.dense import DenseIndex, EmbeddingCache
+from hybrid_engine.engine import HybridIndex
 from hybrid_engine.errors import (
     BatcherFullError,
     DatasetError,
@@ -41,7 +42,6 @@ from hybrid_engine.pipeline import (
     DEFAULT_METHOD,
     RERANK_DEPTH,
     SEARCH_OPTIONS,
-    HybridIndex,
     HybridResult,
     Stack,
     fuse,

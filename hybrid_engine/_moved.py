@@ -32,8 +32,18 @@ MOVED: dict[str, str] = {
     "hybrid_engine.lexical.bm25_format": "hybrid_engine.lexical.format",
     "hybrid_engine.lexical.bm25_params": "hybrid_engine.lexical.params",
     "hybrid_engine.lexical.bm25_scoring": "hybrid_engine.lexical.scoring",
+    "hybrid_engine.pipeline.engine": "hybrid_engine.engine.index",
+    "hybrid_engine.pipeline.engine_attributes": "hybrid_engine.engine.attributes",
+    "hybrid_engine.pipeline.engine_format": "hybrid_engine.engine.format",
+    "hybrid_engine.pipeline.lifecycle": "hybrid_engine.engine.lifecycle",
+    "hybrid_engine.pipeline.asynchronous": "hybrid_engine.engine.asynchronous",
 }
 """Old module name -> the name the module has now."""
+
+MOVED_NAMES: dict[str, dict[str, str]] = {
+    "hybrid_engine.pipeline": {"HybridIndex": "hybrid_engine.engine"},
+}
+"""Package -> {name it no longer defines -> the module that holds the name now}."""
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -81,6 +91,38 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             stacklevel=2,
         )
         sys.modules[old] = importlib.import_module(new)
+
+
+def moved_name(package: str, name: str) -> object:
+    """A name a package exported before it moved (``MOVED_NAMES``), with a DeprecationWarning.
+
+    Parameters
+    ----------
+    package : str
+        The package asked, e.g. ``hybrid_engine.pipeline``.
+    name : str
+        The attribute asked of it.
+
+    Returns
+    -------
+    object
+        The object under its new module.
+
+    Raises
+    ------
+    AttributeError
+        Where the package never exported ``name`` (the usual error of a missing attribute).
+    """
+    new = MOVED_NAMES.get(package, {}).get(name)
+    if new is None:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    # stacklevel 3: past the package's __getattr__ to the caller's import or attribute.
+    warnings.warn(
+        f"{package}.{name} is deprecated: import it from {new} instead",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return getattr(importlib.import_module(new), name)
 
 
 def install_moved_modules() -> None:

@@ -29,9 +29,9 @@ import numpy as np
 
 from hybrid_engine import CrossEncoder, EmbeddingCache, Encoder, HybridIndex
 from hybrid_engine.cli.demo import DEFAULT_DATASET
+from hybrid_engine.engine.index import RerankerRefusedWarning
 from hybrid_engine.evaluation import load_beir
 from hybrid_engine.evaluation.runner import documents_with_text
-from hybrid_engine.pipeline.engine import RerankerRefusedWarning
 
 
 def rss_mib() -> float:

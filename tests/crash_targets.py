@@ -22,7 +22,7 @@ from live_oracle import document, new_engine
 
 from hybrid_engine import BM25Index
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.storage import _rename
 
 _RENAMEAT2 = _rename._RENAMEAT2

@@ -21,7 +21,7 @@ import pytest
 from dense_oracle import HashingEncoder
 from live_oracle import document, live_documents, new_engine
 
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 
 PRELOAD = ["crash_worker", "crash_targets"]
 """What the crash tests' forkserver imports before it forks a child: every crash test sets

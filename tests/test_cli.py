@@ -16,9 +16,9 @@ from hybrid_engine.cli._output import SNIPPET_CHARS, print_eval_tables, print_ta
 from hybrid_engine.cli.demo import DEFAULT_DATASET
 from hybrid_engine.cli.index import leg_options
 from hybrid_engine.dense.embedding_cache import CACHE_ENV
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.models.bi_encoder import Encoder
-from hybrid_engine.pipeline.engine import HybridIndex
 
 LONG_TEXT = "Waves roll over the ocean\nfloor,   and tides follow the moon. " * 6
 DOCS = [

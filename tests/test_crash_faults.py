@@ -37,8 +37,8 @@ from live_oracle import assert_bm25_equals_fresh, document, live_documents, new_
 
 from hybrid_engine import BM25Index, IndexFormatError
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.live import commits, layout
-from hybrid_engine.pipeline.engine import HybridIndex
 
 SAMPLES = 3
 """Calls of each kind a fault is injected at (the first, the last and some between): a save

@@ -32,8 +32,8 @@ from faults import DIED, Fault, injected
 from live_oracle import assert_bm25_equals_fresh, document, live_documents, new_engine
 
 from hybrid_engine import BM25Index, storage
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.live import commits, layout
-from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.storage import replace
 
 N_DOCS = crash_targets.HYBRID_SIZES[0]

@@ -27,8 +27,8 @@ from live_oracle import assert_bm25_equals_fresh, document, live_documents
 
 from hybrid_engine import BM25Index, IndexFormatError
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.live import commits
-from hybrid_engine.pipeline.engine import HybridIndex
 
 SAVE_KILLS = kill_count(200)
 CACHE_KILLS = kill_count(150)

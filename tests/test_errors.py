@@ -44,7 +44,7 @@ OLD_PATHS = [
     ("hybrid_engine.distributed.worker", "UnpreparedGenerationError"),
     ("hybrid_engine.pipeline", "DegradedWarning"),
     ("hybrid_engine.pipeline.degradation", "DegradedWarning"),
-    ("hybrid_engine.pipeline.engine", "RerankerRefusedWarning"),
+    ("hybrid_engine.engine.index", "RerankerRefusedWarning"),
     ("hybrid_engine.models", "RefusedModelWarning"),
     ("hybrid_engine.models.bi_encoder", "RefusedModelWarning"),
     ("hybrid_engine.models.export.common", "Int8DroppedWarning"),

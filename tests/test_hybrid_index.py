@@ -11,7 +11,7 @@ from dense_oracle import HashingEncoder
 from sparse_oracle import HashingSparseEncoder
 
 from hybrid_engine import BM25Index, DenseIndex, IndexFormatError, SpladeIndex, fuse, mmr
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 
 WORDS = "cat dog fish bird mat sun moon tree river stone cloud rain wind fire snow".split()
 CORPUS = [

@@ -14,7 +14,7 @@ import pytest
 from dense_oracle import HashingEncoder
 
 from hybrid_engine import mmr, rerank
-from hybrid_engine.pipeline.engine import HybridIndex, RerankerRefusedWarning
+from hybrid_engine.engine.index import HybridIndex, RerankerRefusedWarning
 
 WORDS = "cat dog fish bird mat sun moon tree river stone cloud rain wind fire snow".split()
 CORPUS = [

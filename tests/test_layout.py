@@ -37,16 +37,17 @@ FLOORS = {
     "sparse": 3,  # scores through lexical's posting-list searcher
     "feedback": 3,  # pseudo-relevance feedback over a lexical or a dense index
     "live": 4,  # segments of every leg, snapshots, commits
-    "pipeline": 5,
-    "parents": 6,  # parent documents indexed as chunks in the engine (composes HybridIndex)
-    "strategies": 6,  # query strategies through a generator (HyDE, decompose, ...) over the engine
-    "evaluation": 6,
-    "distributed": 6,  # live engines as shards on Ray actors, searched as one (composes them)
-    "training": 7,
-    "server": 8,  # the HTTP server over the public API; only the cli's serve imports it
-    "cli": 8,
-    "integrations": 8,  # LangChain and LlamaIndex adapters over the public API; nothing imports it
-    "__main__": 8,
+    "pipeline": 5,  # the query stages: legs, plan, fusion, rescoring, rerank, MMR, budgets
+    "engine": 6,  # HybridIndex: the stages run over a live collection, its lifecycle and format
+    "parents": 7,  # parent documents indexed as chunks in the engine (composes HybridIndex)
+    "strategies": 7,  # query strategies through a generator (HyDE, decompose, ...) over the engine
+    "evaluation": 7,
+    "distributed": 7,  # live engines as shards on Ray actors, searched as one (composes them)
+    "training": 8,
+    "server": 9,  # the HTTP server over the public API; only the cli's serve imports it
+    "cli": 9,
+    "integrations": 9,  # LangChain and LlamaIndex adapters over the public API; nothing imports it
+    "__main__": 9,
 }
 """Floor of each part; a module may import from its own part and from lower floors."""
 

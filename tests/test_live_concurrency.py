@@ -12,7 +12,7 @@ from dense_oracle import HashingEncoder
 from live_oracle import QUERIES, document, new_engine
 
 from hybrid_engine import WriterLockedError
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 
 
 def _key(result) -> tuple:  # type: ignore[no-untyped-def]
@@ -61,7 +61,7 @@ def test_a_second_writer_gets_a_clear_error(tmp_path: Path) -> None:
     script = (
         "import sys; sys.path.insert(0, 'tests')\n"
         "from dense_oracle import HashingEncoder\n"
-        "from hybrid_engine.pipeline.engine import HybridIndex\n"
+        "from hybrid_engine.engine.index import HybridIndex\n"
         f"e = HybridIndex.load({str(tmp_path / 'live')!r}, encoder=HashingEncoder())\n"
         "try:\n    e.delete(['d1'])\nexcept Exception as exc:\n    print(type(exc).__name__)\n"
     )

@@ -32,9 +32,9 @@ from live_oracle import (
     new_engine,
 )
 
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.live import commits as commits_module
 from hybrid_engine.live import layout
-from hybrid_engine.pipeline.engine import HybridIndex
 
 KILLS = kill_count(200)
 """SIGKILLs in all (200 in the full run, see ``crash_worker.kill_count``)."""

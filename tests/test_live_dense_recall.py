@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from dense_oracle import RandomVectorEncoder
 
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 
 DIM = 32
 EXACT_THRESHOLD = 100  # segments above it search an HNSW graph

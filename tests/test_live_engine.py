@@ -22,7 +22,7 @@ from live_oracle import (
 from sparse_oracle import HashingSparseEncoder
 
 from hybrid_engine import IndexFormatError, UnknownIdError
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 
 
 def test_staged_changes_are_invisible_until_commit() -> None:

@@ -10,8 +10,8 @@ from dense_oracle import HashingEncoder
 from sparse_oracle import HashingSparseEncoder
 
 from hybrid_engine import fuse
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.metadata import Filter
-from hybrid_engine.pipeline.engine import HybridIndex
 
 WORDS = "cat dog fish bird mat sun moon tree river stone cloud rain wind fire snow".split()
 N = 600

@@ -22,8 +22,8 @@ from live_oracle import (
 )
 from sparse_oracle import HashingSparseEncoder
 
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.live import MergePolicy
-from hybrid_engine.pipeline.engine import HybridIndex
 
 IDS = st.integers(min_value=0, max_value=40)
 

@@ -70,7 +70,7 @@ CHECKS = {"check_queries", "search_options", "check_budget", "check_facets", "ch
 
 def test_no_search_argument_is_checked_outside_the_plan() -> None:
     """The search methods of the indexes call none of the argument checks themselves."""
-    for path in ("pipeline/engine.py", "distributed/index.py", "parents/index.py"):
+    for path in ("engine/index.py", "distributed/index.py", "parents/index.py"):
         tree = ast.parse((PACKAGE / path).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and "search" in node.name:

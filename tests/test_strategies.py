@@ -12,7 +12,7 @@ import pytest
 from dense_oracle import HashingEncoder
 
 from hybrid_engine import fuse
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.result import SearchResult
 from hybrid_engine.strategies import (
     PROMPTS,

@@ -7,9 +7,9 @@ import warnings
 
 import pytest
 
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.generation import load_generator
 from hybrid_engine.models.bi_encoder import Encoder
-from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.strategies import (
     MetadataSchema,
     SchemaField,

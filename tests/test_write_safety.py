@@ -27,7 +27,7 @@ from hybrid_engine import (
     UnknownIdError,
 )
 from hybrid_engine.chunking import Chunker
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 
 
 def numbered(n: int, start: int = 1) -> list[dict[str, Any]]:

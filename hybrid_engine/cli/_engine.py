@@ -10,12 +10,12 @@ from typing import Any
 
 from hybrid_engine.corpus import Document
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.evaluation.runner import BuildOptions, load_reranker
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.models.store import models_dir
-from hybrid_engine.pipeline.engine import HybridIndex
 
 DEFAULT_VARIANT = "int8"
 """The bi-encoder variant of ``index`` and ``demo``: the library's default (never significantly

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hybrid_engine.cli._sharded import add_ray_option
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.errors import WriterLockedError
-from hybrid_engine.pipeline.engine import HybridIndex
 
 STDIN = "-"
 """The file argument that reads standard input (``add``'s ``FILE``, ``delete --ids-file``)."""

@@ -11,8 +11,8 @@ from hybrid_engine.cli._corpus import CorpusFile, add_skip_empty_option, read_do
 from hybrid_engine.cli._engine import load_engine
 from hybrid_engine.cli._live import STDIN, add_index_arguments, summary, writing
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.errors import DuplicateIdError
-from hybrid_engine.pipeline.engine import HybridIndex
 
 
 def add_parser(subparsers: Any) -> None:

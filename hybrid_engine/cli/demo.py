@@ -18,10 +18,10 @@ from hybrid_engine.cli._engine import (
 )
 from hybrid_engine.cli._output import print_eval_tables, print_hits
 from hybrid_engine.dense.embedding_cache import default_cache_dir
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.evaluation import Dataset, load_beir
 from hybrid_engine.evaluation.runner import documents_with_text
 from hybrid_engine.evaluation.scoring import Searcher, evaluate_searcher
-from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[3] / "shared" / "data" / "beir" / "scifact"

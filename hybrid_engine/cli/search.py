@@ -29,9 +29,9 @@ from hybrid_engine.cli._values import (
     unit_float,
 )
 from hybrid_engine.distributed.result import ShardedResult
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.cross_encoder import CrossEncoder
-from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, METHODS
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
 from hybrid_engine.pipeline.result import HybridResult

@@ -30,7 +30,7 @@ from hybrid_engine.cli._engine import (
 )
 from hybrid_engine.cli._values import positive_float
 from hybrid_engine.distributed.index import ShardedIndex
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 
 if TYPE_CHECKING:
     import uvicorn

@@ -36,6 +36,7 @@ from hybrid_engine.distributed.search import SearchedShards, ShardedSearch
 from hybrid_engine.distributed.transactions import read_decided
 from hybrid_engine.distributed.worker import document_hit
 from hybrid_engine.distributed.writes import ShardWrites
+from hybrid_engine.engine.asynchronous import AsyncEngine
 from hybrid_engine.ids import check_ids
 from hybrid_engine.lexical.analysis import Analyzer, AnalyzerConfig
 from hybrid_engine.live.pending import StagedChanges
@@ -44,7 +45,6 @@ from hybrid_engine.metadata import Filter
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.models.splade import SpladeEncoder
-from hybrid_engine.pipeline.asynchronous import AsyncEngine
 from hybrid_engine.pipeline.facets import Facets
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.plan import SearchPlan

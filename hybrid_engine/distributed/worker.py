@@ -28,6 +28,7 @@ from hybrid_engine.distributed.transactions import (
     remove_prepared,
     write_prepared,
 )
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.errors import UnpreparedGenerationError
 from hybrid_engine.lexical.analysis import AnalyzerConfig
 from hybrid_engine.lexical.phrases import stitched
@@ -38,7 +39,6 @@ from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.splade import SpladeEncoder
-from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.result import PAD_ID, Hit, SearchResult, SparseVectors
 
 KEPT_GENERATIONS = 4

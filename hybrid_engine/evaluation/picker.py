@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.evaluation.corpus_stats import corpus_statistics
 from hybrid_engine.evaluation.datasets import Dataset, available_splits, load_beir, load_corpus
 from hybrid_engine.evaluation.pick_report import (
@@ -31,7 +32,6 @@ from hybrid_engine.evaluation.runner import (
 )
 from hybrid_engine.evaluation.scoring import Searcher, evaluate_searcher
 from hybrid_engine.lexical.index import BM25Index
-from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.fusion import METHODS
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
 from hybrid_engine.pipeline.stack import Stack

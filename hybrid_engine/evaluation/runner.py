@@ -13,6 +13,7 @@ from hybrid_engine.checks import check_names
 from hybrid_engine.corpus import document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.evaluation.datasets import Dataset
 from hybrid_engine.evaluation.scoring import (
     DEFAULT_METRICS,
@@ -25,7 +26,6 @@ from hybrid_engine.lexical.index import BM25Index
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.models.splade import SpladeEncoder
-from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
 from hybrid_engine.pipeline.stack import DEFAULT_DEPTH

@@ -15,6 +15,8 @@ import numpy as np
 from hybrid_engine.checks import check_int
 from hybrid_engine.chunking import Chunker
 from hybrid_engine.corpus import Document
+from hybrid_engine.engine.asynchronous import AsyncEngine
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.ids import MAX_ID_CHARS, check_ids
 from hybrid_engine.live.snapshot import found_hits
@@ -30,8 +32,6 @@ from hybrid_engine.parents.fields import (
 )
 from hybrid_engine.parents.lifecycle import ParentLifecycle
 from hybrid_engine.parents.result import ChunkHit, ContextSpan, ParentHit, ParentSearchResult
-from hybrid_engine.pipeline.asynchronous import AsyncEngine
-from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.result import HybridResult
 from hybrid_engine.result import Hit
 

@@ -11,11 +11,11 @@ from typing import Any, TypeVar
 
 from hybrid_engine.chunking import Chunker
 from hybrid_engine.corpus import Document
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.errors import DuplicateIdError, UnknownIdError
 from hybrid_engine.ids import check_ids
 from hybrid_engine.live.pending import StagedChanges
 from hybrid_engine.parents.fields import chunk_documents, chunk_id, read_parents
-from hybrid_engine.pipeline.engine import HybridIndex
 
 _Self = TypeVar("_Self", bound="ParentLifecycle")
 

@@ -27,6 +27,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from hybrid_engine.distributed.cluster import ShardUnavailableError
 from hybrid_engine.distributed.index import ShardedIndex
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.errors import (
     DegradedEngineError,
     DuplicateIdError,
@@ -34,7 +35,6 @@ from hybrid_engine.errors import (
     StageError,
     UnknownIdError,
 )
-from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.facets import Facets
 from hybrid_engine.server.api_docs import add_api_docs
 from hybrid_engine.server.batching import BatcherFullError, BatchPolicy, Rows, SearchBatcher

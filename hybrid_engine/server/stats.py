@@ -4,7 +4,7 @@ much room it takes there."""
 from __future__ import annotations
 
 from hybrid_engine.distributed.index import ShardedIndex
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.server.schemas import StagedCounts, StatsResponse
 from hybrid_engine.storage.usage import disk_bytes
 

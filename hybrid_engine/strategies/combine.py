@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from hybrid_engine.checks import check_queries
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.pipeline.fusion import fuse
 from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
 from hybrid_engine.result import SearchResult

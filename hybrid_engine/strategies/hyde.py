@@ -9,7 +9,7 @@ import numpy as np
 
 from hybrid_engine.checks import check_int, check_queries
 from hybrid_engine.dense.encoding import DOCUMENT, QUERY, sided
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.result import HybridResult
 from hybrid_engine.pipeline.stack import DEFAULT_DEPTH

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hybrid_engine.checks import check_int, check_queries
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, fuse
 from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
 from hybrid_engine.result import Hit, SearchResult

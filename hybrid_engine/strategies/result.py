@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.pipeline.result import HybridResult
 from hybrid_engine.result import SearchResult
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from hybrid_engine.checks import check_queries
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.errors import SelfQueryWarning
 from hybrid_engine.metadata import Filter
-from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.stack import DEFAULT_DEPTH
 from hybrid_engine.result import SearchResult

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from hybrid_engine.corpus import document_text
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.evaluation.datasets import Dataset, load_beir
 from hybrid_engine.evaluation.runner import build_hybrid, documents_with_text
-from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
 from hybrid_engine.training.data import (
     Pair,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hybrid_engine.corpus import document_text
-from hybrid_engine.pipeline.engine import HybridIndex
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
 from hybrid_engine.result import SearchResult
 from hybrid_engine.training.data import Pair, candidate_pools, draw_negatives

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.evaluation.gate import GateVerdict, validate_reranker
 from hybrid_engine.models.cross_encoder import CrossEncoder
-from hybrid_engine.pipeline.engine import HybridIndex
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
 from hybrid_engine.protocols import PairScorer
 from hybrid_engine.training.examples import TrainingSet

@@ -19,6 +19,10 @@ import numpy as np
 from hybrid_engine.corpus import DocIds, Document, document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
+from hybrid_engine.engine.asynchronous import AsyncEngine
+from hybrid_engine.engine.attributes import EngineAttributes
+from hybrid_engine.engine.format import engine_config, leg_config
+from hybrid_engine.engine.lifecycle import Lifecycle
 from hybrid_engine.errors import RerankerRefusedWarning
 from hybrid_engine.lexical.index import BM25Index
 from hybrid_engine.live import layout
@@ -29,13 +33,9 @@ from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.metadata import Filter
 from hybrid_engine.models.cross_encoder import CrossEncoder
-from hybrid_engine.pipeline.asynchronous import AsyncEngine
 from hybrid_engine.pipeline.degradation import Health
-from hybrid_engine.pipeline.engine_attributes import EngineAttributes
-from hybrid_engine.pipeline.engine_format import engine_config, leg_config
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.legs import DEFAULT_RETRIEVERS, Legs, check_legs, check_retrievers
-from hybrid_engine.pipeline.lifecycle import Lifecycle
 from hybrid_engine.pipeline.plan import SearchPlan
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
 from hybrid_engine.pipeline.result import HybridResult

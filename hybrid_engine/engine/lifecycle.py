@@ -11,13 +11,13 @@ from typing import Any, TypeVar, cast
 
 from hybrid_engine.corpus import Document
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
+from hybrid_engine.engine.format import read_engine
 from hybrid_engine.errors import DegradedEngineError, PinnedEngineError
 from hybrid_engine.ids import check_ids
 from hybrid_engine.live.pending import StagedChanges
 from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.live.state import LiveState
 from hybrid_engine.models.cross_encoder import CrossEncoder
-from hybrid_engine.pipeline.engine_format import read_engine
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.storage import check_mmap
 
