@@ -1,55 +1,42 @@
-"""The package's floors: each subpackage imports only from the floors below it, and no module
-imports itself back through others (no cycles). Read from the source with ``ast``, so a lazy
+"""The package's layout (docs/layout.md's table): each folder imports only the folders its row
+allows, the permissions stack in floors, and no module imports itself back through others (no
+cycles). Read from the source with ``ast``, so a lazy
 import inside a function counts too."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "hybrid_engine"
-LEAVES = {
-    "_core",
-    "_moved",  # old module paths, answered with the modules at their new names
-    "_threads",
-    "_version",
-    "checks",
-    "compressed",  # strings compressed in zstandard blocks (a segment's texts and titles)
-    "corpus",
-    "errors",
-    "ids",  # the one rule for a document id, and the ids the engine generates
-    "metadata",  # document metadata columns and filters (numpy over errors, packed, storage)
-    "packed",
-    "progress",
-    "protocols",
-    "result",  # the result types: SearchResult, SparseVectors, Hit
-    "storage",
-}
-FLOORS = {
-    "leaf": 0,
-    "models": 1,
-    "generation": 1,  # a local text generator (llama.cpp) behind generate(prompt) -> str
-    "lexical": 2,
-    "dense": 2,
-    "chunking": 2,  # sentences packed into token-budget chunks, in the bi-encoder's tokenizer
-    "sparse": 3,  # scores through lexical's posting-list searcher
-    "feedback": 3,  # pseudo-relevance feedback over a lexical or a dense index
-    "live": 4,  # segments of every leg, snapshots, commits
-    "pipeline": 5,  # the query stages: legs, plan, fusion, rescoring, rerank, MMR, budgets
-    "engine": 6,  # HybridIndex: the stages run over a live collection, its lifecycle and format
-    "parents": 7,  # parent documents indexed as chunks in the engine (composes HybridIndex)
-    "strategies": 7,  # query strategies through a generator (HyDE, decompose, ...) over the engine
-    "evaluation": 7,
-    "distributed": 7,  # live engines as shards on Ray actors, searched as one (composes them)
-    "training": 8,
-    "server": 9,  # the HTTP server over the public API; only the cli's serve imports it
-    "cli": 9,
-    "integrations": 9,  # LangChain and LlamaIndex adapters over the public API; nothing imports it
-    "__main__": 9,
-}
-"""Floor of each part; a module may import from its own part and from lower floors."""
+LAYOUT = PACKAGE.parent / "docs" / "layout.md"
+
+
+def layout_table() -> tuple[set[str], dict[str, set[str]]]:
+    """docs/layout.md's table: the leaf modules (its first row) and, for every folder, the
+    folders it may import (``leaf`` standing for the leaves)."""
+    leaves: set[str] = set()
+    allowed: dict[str, set[str]] = {}
+    for line in LAYOUT.read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith(("leaves:", "`")):
+            continue
+        names = re.findall(r"`([^`]+)`", cells[0])
+        may = set(re.findall(r"`([^`]+)`", cells[2]))
+        if cells[2].startswith("leaves"):
+            may.add("leaf")
+        if cells[0].startswith("leaves:"):
+            leaves, folder = set(names), "leaf"
+        else:
+            (folder,) = names
+        allowed[folder] = may - {folder}  # a folder's own modules import each other
+    return leaves, allowed
+
+
+LEAVES, ALLOWED = layout_table()
 
 
 def part(module: str) -> str:
@@ -86,15 +73,42 @@ def modules() -> dict[str, set[str]]:
 GRAPH = modules()
 
 
+def test_the_table_names_every_folder_once() -> None:
+    tops = {
+        file.name.split(".")[0]
+        for file in PACKAGE.iterdir()
+        if (file.suffix in (".py", ".so") or (file / "__init__.py").exists())
+        and file.name != "__init__.py"
+    }
+    assert tops == LEAVES | (set(ALLOWED) - {"leaf"}), "docs/layout.md's table and the package"
+    for folder, may in ALLOWED.items():
+        assert may <= set(ALLOWED) - {folder}, (folder, may - set(ALLOWED))
+
+
 @pytest.mark.parametrize("module", sorted(m for m in GRAPH if m != "hybrid_engine"))
-def test_imports_only_from_lower_floors(module: str) -> None:
-    floor = FLOORS[part(module)]
-    upward = sorted(
+def test_imports_only_what_the_layout_allows(module: str) -> None:
+    own = part(module)
+    outside = sorted(
         m
         for m in GRAPH[module]
-        if m != "hybrid_engine" and FLOORS[part(m)] > floor and part(m) != part(module)
+        if m != "hybrid_engine" and part(m) != own and part(m) not in ALLOWED[own]
     )
-    assert not upward, f"{module} imports from higher floors: {upward}"
+    assert not outside, f"{module} imports what docs/layout.md does not allow {own}: {outside}"
+
+
+def test_no_cycle_between_folders() -> None:
+    """The table's permissions form no cycle, so the folders stack in floors."""
+    done: set[str] = set()
+
+    def visit(folder: str, path: list[str]) -> None:
+        for dep in sorted(ALLOWED[folder]):
+            assert dep not in path, f"import cycle in docs/layout.md: {' -> '.join([*path, dep])}"
+            if dep not in done:
+                visit(dep, [*path, dep])
+        done.add(folder)
+
+    for folder in sorted(ALLOWED):
+        visit(folder, [folder])
 
 
 def test_no_import_cycles() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from hybrid_engine import HybridIndex, ParentDocumentIndex
 from hybrid_engine.distributed import ShardedIndex
+from hybrid_engine.engine.search import SEARCH_DEFAULTS, Searchable
 from hybrid_engine.integrations._search import SEARCH_OPTIONS as ADAPTER_OPTIONS
 from hybrid_engine.pipeline.plan import SEARCH_OPTIONS, SearchPlan
 
@@ -29,10 +30,15 @@ def _options(function: object) -> list[str]:
 
 def test_every_index_kind_takes_the_same_search_options() -> None:
     assert _options(HybridIndex.search) == list(SEARCH_OPTIONS)
-    one, sharded = inspect.signature(HybridIndex.search), inspect.signature(ShardedIndex.search)
-    assert [(p.name, p.default) for p in one.parameters.values()] == [
-        (p.name, p.default) for p in sharded.parameters.values()
-    ]
+    # One method, so one signature, one set of defaults and one docstring for both kinds.
+    assert HybridIndex.search is ShardedIndex.search is Searchable.search
+    assert list(SEARCH_DEFAULTS) == [name for name in SEARCH_OPTIONS if name != "num_threads"]
+    # The plan takes every option it checks, with no defaults of its own.
+    checked = inspect.signature(SearchPlan.checked).parameters
+    assert [name for name in _options(SearchPlan.checked) if name in SEARCH_DEFAULTS] == list(
+        SEARCH_DEFAULTS
+    )
+    assert all(checked[name].default is inspect.Parameter.empty for name in SEARCH_DEFAULTS)
     assert ADAPTER_OPTIONS == {"k", *SEARCH_OPTIONS}
     # A parent index passes the options to its inner engine's search.
     parameters = inspect.signature(ParentDocumentIndex.search).parameters
@@ -41,12 +47,22 @@ def test_every_index_kind_takes_the_same_search_options() -> None:
 
 def test_the_plan_checks_queries_stack_and_query_vectors_once() -> None:
     plan = SearchPlan.checked(
-        "one query", 5, retrievers=("bm25", "dense"), verdict=None, dim=3, offset=2
+        "one query",
+        5,
+        retrievers=("bm25", "dense"),
+        verdict=None,
+        dim=3,
+        **{**SEARCH_DEFAULTS, "offset": 2},
     )
     assert plan.texts == ["one query"] and plan.k == 7 and plan.query_vectors is None
     vectors = np.ones((2, 3), np.float32)
     plan = SearchPlan.checked(
-        ["a", "b"], 5, retrievers=("bm25", "dense"), verdict=None, dim=3, query_vectors=vectors
+        ["a", "b"],
+        5,
+        retrievers=("bm25", "dense"),
+        verdict=None,
+        dim=3,
+        **{**SEARCH_DEFAULTS, "query_vectors": vectors},
     )
     np.testing.assert_array_equal(plan.query_vectors, vectors)
     cases = [
@@ -56,7 +72,7 @@ def test_the_plan_checks_queries_stack_and_query_vectors_once() -> None:
         ({"query_vectors": vectors.astype(np.float64)}, TypeError, "must be float32"),
     ]
     for change, error, message in cases:
-        arguments = {"queries": ["a", "b"], "dim": 3, **change}
+        arguments = {"queries": ["a", "b"], "dim": 3, **SEARCH_DEFAULTS, **change}
         with pytest.raises(error, match=message):
             SearchPlan.checked(
                 arguments.pop("queries"), 5, retrievers=("bm25", "dense"), verdict=None,
@@ -70,7 +86,7 @@ CHECKS = {"check_queries", "search_options", "check_budget", "check_facets", "ch
 
 def test_no_search_argument_is_checked_outside_the_plan() -> None:
     """The search methods of the indexes call none of the argument checks themselves."""
-    for path in ("engine/index.py", "distributed/index.py", "parents/index.py"):
+    for path in ("engine/search.py", "engine/index.py", "distributed/index.py", "parents/index.py"):
         tree = ast.parse((PACKAGE / path).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and "search" in node.name:

@@ -37,23 +37,21 @@ from hybrid_engine.distributed.transactions import read_decided
 from hybrid_engine.distributed.worker import document_hit
 from hybrid_engine.distributed.writes import ShardWrites
 from hybrid_engine.engine.asynchronous import AsyncEngine
+from hybrid_engine.engine.search import Searchable
 from hybrid_engine.ids import check_ids
 from hybrid_engine.lexical.analysis import Analyzer, AnalyzerConfig
 from hybrid_engine.live.pending import StagedChanges
 from hybrid_engine.live.snapshot import found_hits
-from hybrid_engine.metadata import Filter
 from hybrid_engine.models.bi_encoder import Encoder
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.models.splade import SpladeEncoder
 from hybrid_engine.pipeline.facets import Facets
-from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.plan import SearchPlan
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
-from hybrid_engine.pipeline.stack import DEFAULT_DEPTH, Stack
 from hybrid_engine.result import PAD_ID, Hit, SearchResult
 
 
-class ShardedIndex(AsyncEngine[ShardedResult]):
+class ShardedIndex(Searchable[ShardedResult], AsyncEngine[ShardedResult]):
     """A hybrid index over ``n_shards`` live shards, each a ``HybridIndex`` in its own
     directory held by a Ray actor. Build with ``build``, reopen with ``open``.
 
@@ -388,76 +386,13 @@ class ShardedIndex(AsyncEngine[ShardedResult]):
 
     # -- searching ----------------------------------------------------------------------------
 
-    def search(
-        self,
-        queries: str | Sequence[str] | np.ndarray,
-        k: int = 10,
-        *,
-        stack: Stack | None = None,
-        fusion: str = DEFAULT_METHOD,
-        weights: Mapping[str, float] | None = None,
-        depth: int = DEFAULT_DEPTH,
-        rerank: int | None = None,
-        blend: float | None = None,
-        mmr: float | None = None,
-        mmr_candidates: int = 30,
-        filter: Mapping[str, Any] | Filter | None = None,
-        num_threads: int | None = None,
-        query_vectors: np.ndarray | None = None,
-        strict: bool = False,
-        budget_ms: float | None = None,
-        offset: int = 0,
-        min_score: float | None = None,
-        facets: Sequence[str] | None = None,
-        decay: Mapping[str, Any] | None = None,
-        expression: str | None = None,
-    ) -> ShardedResult:
-        """Search every shard and return what one ``HybridIndex`` over all of them would
-        (``HybridIndex.search`` documents the parameters, the same here; ``filter`` runs
-        inside every leg of every shard, ``query_vectors`` go to every shard's dense leg).
-        ``budget_ms`` can skip the reranker, the optional stage of a sharded search (the legs
-        run in one call on each shard, together): by its running estimate, when the time
-        spent and that estimate overrun the budget (``ShardedResult.skipped``).
-
-        Parameters
-        ----------
-        strict : bool
-            Raise ``ShardUnavailableError`` when a shard does not answer, instead of
-            answering from the others (``ShardedResult.missing_shards`` names it).
-
-        Raises
-        ------
-        ValueError, TypeError
-            Bad queries or parameters, as ``HybridIndex.search`` raises them.
-        ShardUnavailableError
-            ``strict`` and a shard did not answer, or no shard answered.
-        """
-        start = time.perf_counter()
+    def _searched(self) -> tuple[tuple[str, ...], RerankerVerdict | None, int | None]:
         encoder = self._shards.encoder
-        plan = SearchPlan.checked(
-            queries,
-            k,
-            retrievers=self._retrievers,
-            verdict=self._verdict,
-            dim=encoder.dim if encoder is not None else None,
-            stack=stack,
-            fusion=fusion,
-            weights=weights,
-            depth=depth,
-            rerank=rerank,
-            blend=blend,
-            mmr=mmr,
-            mmr_candidates=mmr_candidates,
-            filter=filter,
-            query_vectors=query_vectors,
-            strict=strict,
-            budget_ms=budget_ms,
-            offset=offset,
-            min_score=min_score,
-            facets=facets,
-            decay=decay,
-            expression=expression,
-        )
+        return self._retrievers, self._verdict, encoder.dim if encoder is not None else None
+
+    def _run(self, plan: SearchPlan, num_threads: int | None, started: float) -> ShardedResult:
+        """``plan`` fanned out to every shard at the current generation, merged, fused and
+        reranked here (``distributed.search``)."""
         generation = self._writes.generation
         plan = plan.bounded(self._live_count(generation))  # memory bounded by the documents
         texts = plan.texts
@@ -476,7 +411,7 @@ class ShardedIndex(AsyncEngine[ShardedResult]):
                 hit_lists[int(row)] = hits  # without the hits of a shard that did not answer
                 seqs[int(row)] = search.hit_seqs[i]
                 scores[row, : len(hits)] = [hit.score for hit in hits]
-        timings["total"] = (time.perf_counter() - start) * 1000
+        timings["total"] = (time.perf_counter() - started) * 1000
         return ShardedResult(
             scores,
             hit_lists,

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from hybrid_engine.lexical.analysis import Analyzer
 from hybrid_engine.pipeline.facets import Facets
-from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight_rows
+from hybrid_engine.pipeline.highlight import Highlighted
 from hybrid_engine.pipeline.result import explain_rows
 from hybrid_engine.result import Hit, SearchResult
 
 
 @dataclass(frozen=True)
-class ShardedResult:
+class ShardedResult(Highlighted):
     """The hits of a sharded search.
 
     Attributes
@@ -97,33 +98,15 @@ class ShardedResult:
             raise ValueError("this result was not returned by ShardedIndex.search: no legs")
         return explain_rows(self.legs, self.seqs)
 
-    def highlights(
+    def _highlighted(
         self,
-        *,
-        chars: int = SNIPPET_CHARS,
-        pre: str = "<mark>",
-        post: str = "</mark>",
-        escape: bool = True,
-    ) -> list[list[str]]:
-        """Each hit's snippet with the words matching the query marked, aligned with
-        ``hits()`` (``HybridResult.highlights`` describes it).
-
-        Raises
-        ------
-        ValueError
-            ``chars < 1``, or the result was not returned by ``ShardedIndex.search``.
-        """
+    ) -> tuple[Sequence[str], list[list[str]], Callable[[str], list[str]]]:
         if self.queries is None or self.analyzer is None:
             raise ValueError("this result was not returned by ShardedIndex.search")
-        texts = [[hit.text for hit in row] for row in self.hit_lists]
-        return highlight_rows(
+        return (
             self.queries,
-            texts,
+            [[hit.text for hit in row] for row in self.hit_lists],
             self.analyzer.analyze,
-            chars=chars,
-            pre=pre,
-            post=post,
-            escape=escape,
         )
 
     @property

@@ -348,7 +348,17 @@ class ShardWorker:
             must gather its statistics again.
         """
         self._at(commit)
-        self._pin(generation, commit, stats, doc_freqs)
+        # The view of ``generation``; the pinned commit's counts become the baseline.
+        snapshot = self._writable().pinned()._snapshot
+        if snapshot.bm25_counts is not None:
+            self._baseline = (commit, snapshot.bm25_counts[1])
+        if stats is not None and doc_freqs is not None:
+            snapshot = snapshot.with_bm25_statistics(CollectionStats(*stats), doc_freqs)
+            self._collection = np.asarray(doc_freqs, np.int64)
+        seq = _sequence(snapshot)
+        self._views[generation] = _View(commit, snapshot, seq, np.argsort(seq, kind="stable"))
+        for old in sorted(self._views)[:-KEPT_GENERATIONS]:
+            del self._views[old]
 
     def prepare_delta(
         self,
@@ -379,7 +389,7 @@ class ShardWorker:
         ids = snapshot.term_map.find(terms)
         known = (ids >= 0) & (ids < len(collection))
         collection[ids[known]] = np.asarray(doc_freqs, np.int64)[known]
-        self._pin(generation, commit, stats, collection)
+        self.prepare(generation, commit, stats, collection)  # at ``commit``: no reload
 
     def _reload(self) -> None:
         """Load the directory's last commit. Its term ids are new (``TermMap``), so the
@@ -397,25 +407,6 @@ class ShardWorker:
             raise UnpreparedGenerationError(
                 f"shard {self._path} is at commit {self.commit_number()}, not {commit}"
             )
-
-    def _pin(
-        self,
-        generation: int,
-        commit: int,
-        stats: tuple[int, int] | None,
-        doc_freqs: np.ndarray | None,
-    ) -> None:
-        """The view of ``generation``; the pinned commit's counts become the baseline."""
-        snapshot = self._writable().pinned()._snapshot
-        if snapshot.bm25_counts is not None:
-            self._baseline = (commit, snapshot.bm25_counts[1])
-        if stats is not None and doc_freqs is not None:
-            snapshot = snapshot.with_bm25_statistics(CollectionStats(*stats), doc_freqs)
-            self._collection = np.asarray(doc_freqs, np.int64)
-        seq = _sequence(snapshot)
-        self._views[generation] = _View(commit, snapshot, seq, np.argsort(seq, kind="stable"))
-        for old in sorted(self._views)[:-KEPT_GENERATIONS]:
-            del self._views[old]
 
     def _view(self, generation: int) -> _View:
         view = self._views.get(generation)

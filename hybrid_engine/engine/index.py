@@ -14,8 +14,6 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from hybrid_engine.corpus import DocIds, Document, document_text
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.dense.index import DenseIndex
@@ -23,6 +21,7 @@ from hybrid_engine.engine.asynchronous import AsyncEngine
 from hybrid_engine.engine.attributes import EngineAttributes
 from hybrid_engine.engine.format import engine_config, leg_config
 from hybrid_engine.engine.lifecycle import Lifecycle
+from hybrid_engine.engine.search import Searchable
 from hybrid_engine.errors import RerankerRefusedWarning
 from hybrid_engine.lexical.index import BM25Index
 from hybrid_engine.live import layout
@@ -31,21 +30,19 @@ from hybrid_engine.live.documents import LiveDocuments
 from hybrid_engine.live.query_groups import query_groups
 from hybrid_engine.live.segment import Segment
 from hybrid_engine.live.state import LiveState
-from hybrid_engine.metadata import Filter
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.pipeline.degradation import Health
-from hybrid_engine.pipeline.fusion import DEFAULT_METHOD
 from hybrid_engine.pipeline.legs import DEFAULT_RETRIEVERS, Legs, check_legs, check_retrievers
 from hybrid_engine.pipeline.plan import SearchPlan
 from hybrid_engine.pipeline.rerank import RerankerVerdict, reranker_verdict
 from hybrid_engine.pipeline.result import HybridResult
-from hybrid_engine.pipeline.stack import DEFAULT_DEPTH, Stack, build_retrievers
+from hybrid_engine.pipeline.stack import Stack, build_retrievers
 from hybrid_engine.pipeline.stages import Models, run_search
 from hybrid_engine.protocols import SparseEncoder, TextEncoder
 from hybrid_engine.sparse.index import SpladeIndex
 
 
-class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine[HybridResult]):
+class HybridIndex(Searchable[HybridResult], Lifecycle, EngineAttributes, AsyncEngine[HybridResult]):
     """BM25, dense and SPLADE retrieval (any of them) over one live collection, fused into
     one ranking.
 
@@ -261,183 +258,13 @@ class HybridIndex(Lifecycle, EngineAttributes, AsyncEngine[HybridResult]):
                 warnings.warn(engine._verdict.message, RerankerRefusedWarning, stacklevel=2)
         return engine
 
-    def search(
-        self,
-        queries: str | Sequence[str] | np.ndarray,
-        k: int = 10,
-        *,
-        stack: Stack | None = None,
-        fusion: str = DEFAULT_METHOD,
-        weights: Mapping[str, float] | None = None,
-        depth: int = DEFAULT_DEPTH,
-        rerank: int | None = None,
-        blend: float | None = None,
-        mmr: float | None = None,
-        mmr_candidates: int = 30,
-        filter: Mapping[str, Any] | Filter | None = None,
-        num_threads: int | None = None,
-        query_vectors: np.ndarray | None = None,
-        strict: bool = False,
-        budget_ms: float | None = None,
-        offset: int = 0,
-        min_score: float | None = None,
-        facets: Sequence[str] | None = None,
-        decay: Mapping[str, Any] | None = None,
-        expression: str | None = None,
-    ) -> HybridResult:
-        """Search every retriever, fuse their top ``depth``, optionally rerank the fused top
-        ``rerank`` by the cross-encoder, optionally re-order by MMR.
+    def _searched(self) -> tuple[tuple[str, ...], RerankerVerdict | None, int | None]:
+        encoder = self._state.encoder
+        return self._planned_retrievers, self._verdict, encoder.dim if encoder is not None else None
 
-        Parameters
-        ----------
-        queries : str, sequence of str or 1-d numpy array of str
-            Query texts. An empty or blank one is a query without hits: it is not encoded,
-            and its row is all padding. With ``bm25_options={"positions": True}``, the
-            phrases a query quotes (``"heart attack"``) are required in every leg: its hits
-            hold each of them (``lexical.phrases``; docs/lexical.md "Phrases"); elsewhere
-            quotes are punctuation.
-        k : int
-            Hits per query, >= 1. The result has ``min(k, len(self))`` columns (the live
-            documents; 0 when there are none), and no stage asks for more hits than there are
-            documents, so a huge ``k`` costs what ``k = len(self)`` does. Rows are padded -1 /
-            -inf where fewer documents match (a filter, a blank query).
-        stack : Stack, optional
-            Sets ``fusion``, ``weights``, ``depth`` and ``rerank``; its retrievers must be
-            this index's (``build(stack=...)``), and giving it with any of those four away
-            from its default is a ValueError. None: those four as given.
-        fusion : str
-            ``fusion.fuse``'s method.
-        weights : dict of str to float, optional
-            Fusion weight by retriever name (``retrievers``), e.g.
-            ``{"bm25": 1.0, "dense": 2.0}``; a retriever not named weighs 1.0. Finite, >= 0 and
-            not all 0 (``fusion.fuse``). None: 1.0 each.
-        depth : int
-            Hits each retriever hands to fusion (at least ``k`` is used).
-        rerank : int, optional
-            Fused hits per query the cross-encoder re-orders (``rerank.rerank``'s ``depth``;
-            30 pairs of 48 tokens take a MiniLM-L6 int8 cross-encoder about 100 ms on 2 cores,
-            README "Fusion").
-            Needs a reranker (``build``/``load``/``with_reranker``); when its gate refused
-            it, the fused ranking is served and ``timings`` has no ``"rerank"``. None: no
-            reranking.
-        blend : float, optional
-            ``rerank.rerank``'s blend weight of the cross-encoder against the fused rank;
-            None uses what the reranker's validation chose.
-        mmr : float, optional
-            MMR's lambda in ``[0, 1]`` (needs the dense leg): ``k`` hits are picked by maximal
-            marginal relevance (``mmr.mmr``) from the top ``max(k, mmr_candidates)`` after
-            fusion and reranking. None: no MMR.
-        mmr_candidates : int
-            Candidates MMR picks from, >= 1; at least ``k`` are used, so a row is short of
-            ``k`` hits only when fewer documents were retrieved.
-        filter : dict or Filter, optional
-            Only documents whose metadata match it are searched (docs/filters.md); an
-            operand of another type than the values the index holds in its field is a
-            TypeError. None: every document.
-        num_threads : int, optional
-            Threads of the BM25, dense and SPLADE searches. The ONNX models run in the threads
-            they were loaded with (``Encoder.load(num_threads=...)``, or ``num_threads`` of
-            ``build``/``load`` for the default ones).
-        query_vectors : numpy.ndarray, optional
-            float32 ``(n_queries, dim)``: the dense leg searches these instead of encoding
-            the query texts (HyDE's mean of query and passage embeddings, say); BM25 and
-            SPLADE still search the texts, and MMR uses these vectors. A blank query still
-            has no hits. Needs the dense leg. None: the texts are encoded.
-        strict : bool
-            Raise a ``StageError`` (the stage's error chained) when a stage fails, instead of
-            serving without it (``HybridResult.degraded``, a ``DegradedWarning`` once per
-            stage, counted in ``degradations``); damaged index files found while searching
-            raise their ``IndexFormatError`` as it is.
-        budget_ms : float, optional
-            Milliseconds the search should take: the optional stages (the reranker, then the
-            legs but BM25, costliest first) are skipped while their running estimates
-            overrun it, and each that runs is abandoned at the end of the budget
-            (``HybridResult.skipped``). BM25, fusion and MMR always run, so they can
-            overrun it (docs/degradation.md). None: no budget.
-        offset : int
-            Hits skipped before the ``k`` returned: the page ``offset // k + 1`` of ``k`` hits
-            is hits ``offset`` to ``offset + k`` of one ranking of ``offset + k``, every stage
-            searched as deep as that ranking needs (each leg's ``depth``, the reranker's and
-            MMR's candidates, at least ``offset + k``). Pages of one query are slices of one
-            ranking while ``offset + k <= depth`` (100 by default): past it the legs search
-            deeper, and a fusion that normalises scores over each leg's hits (DBSF, min-max)
-            can then order a few hits differently; raise ``depth`` to page further
-            consistently. 0: the first page.
-        min_score : float, optional
-            Leave out the fused hits whose relevance is below it: the fused score mapped onto
-            [0, 1] the same way for every fusion method (``HybridResult.relevance``; 1 is the
-            best score the method can give, e.g. every leg's first hit; docs/fusion.md
-            "Relevance"). Applied before reranking and MMR, so they only see hits above it; a
-            row is then short of ``k`` hits (padding) when fewer pass. None: no threshold.
-        facets : list of str, optional
-            Metadata fields to count values of over the documents the search matched: every
-            fused candidate (each leg's top ``depth`` inside the filter, above ``min_score``),
-            not just the ``k`` returned (``HybridResult.facets``; docs/filters.md "Facets").
-            None: no counts.
-        decay : dict, optional
-            Rescore the fused candidates by how far a numeric or date metadata field is from
-            an origin: ``{"field": "year", "origin": 2024, "scale": 5, "offset": 0,
-            "decay": 0.5, "function": "gauss"}`` (``"linear"``, ``"exp"``, ``"gauss"``, as
-            Elasticsearch's; a date field holds ISO-8601 strings, ``origin`` may be
-            ``"now"``, ``scale`` and ``offset`` count days); the new score is the relevance
-            times the factor (1 for a document without the field), and the candidates are
-            re-ordered by it before reranking and MMR (docs/fusion.md "Rescoring"). None: no
-            decay.
-        expression : str, optional
-            Rescore the fused candidates by a formula over ``score`` (the relevance),
-            ``fused`` (the fused score), ``decay`` (the decay factor) and numeric metadata
-            fields by name, with ``+ - * / **`` and ``min``, ``max``, ``abs``, ``log``,
-            ``exp``, ``sqrt``, e.g. ``"score * decay + 0.1 * log(1 + citations)"``; parsed, never
-            evaluated as Python (``rescore.check_expression``). None: the relevance (times
-            the decay).
-
-        Returns
-        -------
-        HybridResult
-            With ``timings`` in milliseconds per stage.
-
-        Raises
-        ------
-        ValueError, TypeError
-            Bad queries or parameters (as the stages raise them); ``mmr`` without the dense leg;
-            ``rerank`` without a reranker; ``weights`` that name a retriever the index does
-            not combine (ValueError) or that are not a dict (TypeError); ``query_vectors``
-            without the dense leg, of another shape or not finite (ValueError) or not a
-            float32 array (TypeError); both ``stack`` and fusion/weights/depth/rerank, or a
-            stack of other retrievers; ``budget_ms`` not a positive number (ValueError); a
-            ``filter`` comparing a field with a value of another type than the values the
-            index holds in it (TypeError naming the field and both types; docs/filters.md).
-        StageError
-            ``strict`` and a stage failed, or every leg failed (nothing to fuse).
-        IndexFormatError
-            ``strict``, and a leg read a damaged part of the index that the load did not
-            check (a posting list of a load without ``verify``: checked when first read).
-        """
+    def _run(self, plan: SearchPlan, num_threads: int | None, started: float) -> HybridResult:
+        """``plan`` over the current commit (``run_search`` times the stages itself)."""
         state = self._state
-        plan = SearchPlan.checked(
-            queries,
-            k,
-            retrievers=self._planned_retrievers,
-            verdict=self._verdict,
-            dim=state.encoder.dim if state.encoder is not None else None,
-            stack=stack,
-            fusion=fusion,
-            weights=weights,
-            depth=depth,
-            rerank=rerank,
-            blend=blend,
-            mmr=mmr,
-            mmr_candidates=mmr_candidates,
-            filter=filter,
-            query_vectors=query_vectors,
-            strict=strict,
-            budget_ms=budget_ms,
-            offset=offset,
-            min_score=min_score,
-            facets=facets,
-            decay=decay,
-            expression=expression,
-        )
         snapshot = self._snapshot  # one commit for the whole search
         plan = plan.bounded(snapshot.num_live)
         reranker = self._reranker if plan.rerank is not None else None

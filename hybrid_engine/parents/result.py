@@ -3,6 +3,7 @@ context spans under a token budget."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from hybrid_engine.lexical.analysis import Analyzer
 from hybrid_engine.parents.fields import END, PARENT, POSITION, START, user_metadata
-from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight_rows
+from hybrid_engine.pipeline.highlight import Highlighted
 from hybrid_engine.result import Hit
 
 
@@ -126,7 +127,7 @@ class ContextSpan:
 
 
 @dataclass(frozen=True)
-class ParentSearchResult:
+class ParentSearchResult(Highlighted):
     """The result of ``ParentDocumentIndex.search``, one row per query.
 
     Attributes
@@ -161,34 +162,19 @@ class ParentSearchResult:
     queries: list[str] | None = field(default=None, repr=False, compare=False, kw_only=True)
     analyzer: Analyzer | None = field(default=None, repr=False, compare=False, kw_only=True)
 
-    def highlights(
+    def _highlighted(
         self,
-        *,
-        chars: int = SNIPPET_CHARS,
-        pre: str = "<mark>",
-        post: str = "</mark>",
-        escape: bool = True,
-    ) -> list[list[str]]:
-        """Each hit's snippet with the words matching the query marked, aligned with
-        ``documents`` or ``chunks`` (``HybridResult.highlights`` describes it): a parent's is
-        cut from its best-matching chunk (``ParentHit.best_span``), a chunk's from its text.
-
-        Raises
-        ------
-        ValueError
-            ``chars < 1``, or the result was not returned by ``ParentDocumentIndex.search``.
-        """
+    ) -> tuple[Sequence[str], list[list[str]], Callable[[str], list[str]]]:
+        """A parent's text is its best-matching chunk (``ParentHit.best_span``), a chunk's
+        its own."""
         if self.queries is None or self.analyzer is None:
             raise ValueError("this result was not returned by ParentDocumentIndex.search")
-        analyzer = self.analyzer
         texts: list[list[str]]
         if self.documents is not None:
             texts = [[hit.text[slice(*hit.best_span)] for hit in row] for row in self.documents]
         else:
             texts = [[hit.text for hit in row] for row in self.chunks or []]
-        return highlight_rows(
-            self.queries, texts, analyzer.analyze, chars=chars, pre=pre, post=post, escape=escape
-        )
+        return self.queries, texts, self.analyzer.analyze
 
     def hits(self) -> list[list[ParentHit]] | list[list[ChunkHit]]:
         """Each query's hits, best first: ``documents``, or ``chunks`` for ``unit="chunks"``

@@ -132,3 +132,41 @@ def _window(
     end = begin + chars
     inside_word = next((e for s, e in spans if s < end < e), None)
     return begin, min(len(text), inside_word if inside_word is not None else end)
+
+
+class Highlighted:
+    """What a search result needs to highlight its hits: ``highlights`` over the query texts,
+    the hits' texts and the analyzer that ``_highlighted`` gives (one per result type)."""
+
+    def highlights(
+        self,
+        *,
+        chars: int = SNIPPET_CHARS,
+        pre: str = "<mark>",
+        post: str = "</mark>",
+        escape: bool = True,
+    ) -> list[list[str]]:
+        """Each hit's snippet, aligned with ``hits()``: about ``chars`` characters of its
+        text around the stretch with the most words matching the query, those wrapped in
+        ``pre`` and ``post`` (``highlight.highlight``: a word matches when the index's BM25
+        analyzer turns it into a query term, so a stemmed or folded match marks the word as
+        written), the text HTML-escaped unless ``escape`` is False. A parent document's
+        snippet is cut from its best-matching chunk (``ParentHit.best_span``).
+
+        Raises
+        ------
+        ValueError
+            ``chars < 1``, or the result was not returned by a search (it holds no queries
+            or no analyzer).
+        """
+        queries, texts, analyze = self._highlighted()
+        return highlight_rows(
+            queries, texts, analyze, chars=chars, pre=pre, post=post, escape=escape
+        )
+
+    def _highlighted(
+        self,
+    ) -> tuple[Sequence[str], list[list[str]], Callable[[str], list[str]]]:
+        """The query texts, each query's hits' texts to cut snippets from, and the analyzer
+        deciding a match; a ValueError naming the search where the result holds none."""
+        raise NotImplementedError

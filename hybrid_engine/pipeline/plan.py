@@ -14,11 +14,11 @@ from hybrid_engine.checks import check_int, check_k, check_queries
 from hybrid_engine.metadata import Filter
 from hybrid_engine.pipeline.budget import check_budget
 from hybrid_engine.pipeline.facets import check_facets
-from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, check_method, check_weights
+from hybrid_engine.pipeline.fusion import check_method, check_weights
 from hybrid_engine.pipeline.legs import leg_weights
 from hybrid_engine.pipeline.rerank import RerankerVerdict, check_blend
 from hybrid_engine.pipeline.rescore import Decay, Expression, check_decay, check_expression
-from hybrid_engine.pipeline.stack import DEFAULT_DEPTH, Stack, search_options
+from hybrid_engine.pipeline.stack import Stack, search_options
 from hybrid_engine.result import hits_width
 
 
@@ -97,26 +97,27 @@ class SearchPlan:
         retrievers: tuple[str, ...],
         verdict: RerankerVerdict | None,
         dim: int | None,
-        stack: Stack | None = None,
-        fusion: str = DEFAULT_METHOD,
-        weights: Mapping[str, float] | None = None,
-        depth: int = DEFAULT_DEPTH,
-        rerank: int | None = None,
-        blend: float | None = None,
-        mmr: float | None = None,
-        mmr_candidates: int = 30,
-        filter: Mapping[str, Any] | Filter | None = None,
-        query_vectors: np.ndarray | None = None,
-        strict: bool = False,
-        budget_ms: float | None = None,
-        offset: int = 0,
-        min_score: float | None = None,
-        facets: Sequence[str] | None = None,
-        decay: Mapping[str, Any] | None = None,
-        expression: str | None = None,
+        stack: Stack | None,
+        fusion: str,
+        weights: Mapping[str, float] | None,
+        depth: int,
+        rerank: int | None,
+        blend: float | None,
+        mmr: float | None,
+        mmr_candidates: int,
+        filter: Mapping[str, Any] | Filter | None,
+        query_vectors: np.ndarray | None,
+        strict: bool,
+        budget_ms: float | None,
+        offset: int,
+        min_score: float | None,
+        facets: Sequence[str] | None,
+        decay: Mapping[str, Any] | None,
+        expression: str | None,
     ) -> SearchPlan:
-        """The plan of a search's queries and options (``HybridIndex.search`` documents them;
-        ``SEARCH_OPTIONS`` names them) for an index of ``retrievers`` whose reranker got
+        """The plan of a search's queries and options (``Searchable.search`` documents them
+        and holds their defaults: ``engine.search.SEARCH_DEFAULTS``; ``SEARCH_OPTIONS`` names
+        them) for an index of ``retrievers`` whose reranker got
         ``verdict`` from its gate (None: no reranker) and whose dense leg makes vectors of
         ``dim`` dimensions (None: no dense leg loaded). A reranker the gate refused leaves
         ``rerank`` None: the fused ranking is served.

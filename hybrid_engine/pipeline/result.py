@@ -3,6 +3,7 @@ why, and the snapshot the documents are read from."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeVar
@@ -11,14 +12,14 @@ import numpy as np
 
 from hybrid_engine.live.snapshot import Snapshot
 from hybrid_engine.pipeline.facets import Facets
-from hybrid_engine.pipeline.highlight import SNIPPET_CHARS, highlight_rows
+from hybrid_engine.pipeline.highlight import Highlighted
 from hybrid_engine.result import PAD_ID, Hit, SearchResult
 
 _T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
-class HybridResult(SearchResult):
+class HybridResult(Highlighted, SearchResult):
     """A ``SearchResult`` plus the wall-clock milliseconds of each stage of the call.
 
     Attributes
@@ -101,32 +102,13 @@ class HybridResult(SearchResult):
             raise ValueError("this result was not returned by HybridIndex.search: no legs")
         return explain_rows(self.legs, [[int(i) for i in row if i != PAD_ID] for row in self.ids])
 
-    def highlights(
+    def _highlighted(
         self,
-        *,
-        chars: int = SNIPPET_CHARS,
-        pre: str = "<mark>",
-        post: str = "</mark>",
-        escape: bool = True,
-    ) -> list[list[str]]:
-        """Each hit's snippet, aligned with ``hits()``: about ``chars`` characters of its
-        text around the stretch with the most words matching the query, those wrapped in
-        ``pre`` and ``post`` (``highlight.highlight``: a word matches when the index's BM25
-        analyzer turns it into a query term, so a stemmed or folded match marks the word as
-        written), the text HTML-escaped unless ``escape`` is False.
-
-        Raises
-        ------
-        ValueError
-            ``chars < 1``, or the result was not returned by ``HybridIndex.search``.
-        """
+    ) -> tuple[Sequence[str], list[list[str]], Callable[[str], list[str]]]:
         if self.queries is None:
             raise ValueError("this result was not returned by HybridIndex.search: no queries")
         texts = [[hit.text for hit in row] for row in self._hits]
-        analyze = self._documents().text_analyzer.analyze
-        return highlight_rows(
-            self.queries, texts, analyze, chars=chars, pre=pre, post=post, escape=escape
-        )
+        return self.queries, texts, self._documents().text_analyzer.analyze
 
     @cached_property
     def _hits(self) -> list[list[Hit]]:
