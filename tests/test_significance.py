@@ -5,7 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from hybrid_engine.evaluation.significance import max_t_p_values
+from hybrid_engine.evaluation.encoder_gate import encoder_verdict
+from hybrid_engine.evaluation.significance import check_gate_thresholds, max_t_p_values
 
 
 def exact_p_values(differences: np.ndarray) -> np.ndarray:
@@ -52,3 +53,12 @@ def test_edges() -> None:
             max_t_p_values(bad)
     with pytest.raises(ValueError, match="flips"):
         max_t_p_values(np.ones((2, 1)), flips=0)
+
+
+def test_gate_thresholds_are_checked_alike_by_both_gates() -> None:
+    check_gate_thresholds(0.0, 0.05)
+    for min_gain, alpha, message in ((-0.1, 0.05, "min_gain must be >= 0"), (0.0, 1.0, "alpha")):
+        with pytest.raises(ValueError, match=message):
+            check_gate_thresholds(min_gain, alpha)
+        with pytest.raises(ValueError, match=message):
+            encoder_verdict({"q": 0.5}, {"q": 0.6}, min_gain=min_gain, alpha=alpha)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hybrid_engine.training import train_reranker
+from hybrid_engine.training import train_encoder, train_reranker
 from hybrid_engine.training.data import (
     Pair,
     candidate_pools,
@@ -15,6 +15,7 @@ from hybrid_engine.training.data import (
     split_queries,
     split_sentences,
 )
+from hybrid_engine.training.run import output_folders
 
 
 def test_test_split_refused_before_anything_loads(tmp_path) -> None:
@@ -24,6 +25,49 @@ def test_test_split_refused_before_anything_loads(tmp_path) -> None:
     # The trainer refuses it first: no dataset at this path, no PyTorch needed.
     with pytest.raises(ValueError, match="--split train"):
         train_reranker(tmp_path / "absent", tmp_path / "out", split="test")
+
+
+@pytest.mark.parametrize(
+    ("train", "what"), [(train_reranker, "a reranker"), (train_encoder, "a bi-encoder")]
+)
+def test_both_trainers_check_their_data_and_folders_before_anything_loads(
+    tmp_path, train, what
+) -> None:
+    data, out = tmp_path / "absent", tmp_path / "out"
+    with pytest.raises(ValueError, match=f"refusing to train {what} on the 'test' split"):
+        train(data, out, split="test", supervision=("bm25",))  # the split is checked first
+    with pytest.raises(ValueError, match=r"supervision must be a non-empty subset of \('qrels'"):
+        train(data, out, supervision=(), validation_fraction=1.0)
+    with pytest.raises(ValueError, match=r"validation_fraction must be in \(0, 1\), got 1.0"):
+        train(data, out, validation_fraction=1.0)
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    (prepared / "manifest.json").write_text("{}")
+    with pytest.raises(FileExistsError, match="holds a prepared model"):
+        train(data, out, prepared_output=prepared)
+    out.mkdir()
+    with pytest.raises(FileExistsError, match="out exists; choose a new output folder"):
+        train(data, out, prepared_output=prepared)
+
+
+def test_negative_mode_is_checked_after_supervision_and_before_the_fraction(tmp_path) -> None:
+    data, out = tmp_path / "absent", tmp_path / "out"
+    with pytest.raises(ValueError, match="negative_mode must be one of"):
+        train_reranker(data, out, negative_mode="hardest", validation_fraction=1.0)
+    with pytest.raises(ValueError, match="supervision"):
+        train_reranker(data, out, supervision=("bm25",), negative_mode="hardest")
+
+
+def test_output_folders_default_to_the_models_folder(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HYBRID_ENGINE_MODELS", str(tmp_path / "models"))
+    out, prepared = output_folders(str(tmp_path / "m"), None)
+    assert (out, prepared) == (tmp_path / "m", tmp_path / "models" / "m")
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "manifest.json").write_text("{}")
+    assert output_folders(out, held, check_prepared=False) == (out, held)
+    with pytest.raises(FileExistsError, match="holds a prepared model"):
+        output_folders(out, held)
 
 
 def test_validation_split_disjoint_deterministic_and_order_free() -> None:

@@ -20,7 +20,7 @@ import numpy as np
 
 from hybrid_engine.dense.index import DenseIndex
 from hybrid_engine.evaluation.metrics import evaluate, run_from_results
-from hybrid_engine.evaluation.significance import max_t_p_values
+from hybrid_engine.evaluation.significance import check_gate_thresholds, max_t_p_values
 
 METRIC = "ndcg@10"
 ALPHA = 0.05
@@ -112,10 +112,7 @@ def encoder_verdict(
             f"the base and fine-tuned scores must cover the same, non-empty set of queries; "
             f"got {len(base)} and {len(tuned)} ({len(set(base) ^ set(tuned))} not in both)"
         )
-    if min_gain < 0:
-        raise ValueError(f"min_gain must be >= 0, got {min_gain}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    check_gate_thresholds(min_gain, alpha)
     ids = sorted(base)
     base_rows = np.array([base[q] for q in ids], dtype=np.float64)
     tuned_rows = np.array([tuned[q] for q in ids], dtype=np.float64)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.evaluation.metrics import evaluate, run_from_results
-from hybrid_engine.evaluation.significance import max_t_p_values
+from hybrid_engine.evaluation.significance import check_gate_thresholds, max_t_p_values
 from hybrid_engine.models.cross_encoder import CrossEncoder
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH, rerank
 from hybrid_engine.protocols import PairScorer
@@ -200,10 +200,7 @@ def validate_reranker(
             f"expected one query text and id per row of the fused result ({len(fused)} rows), "
             f"got {len(queries)} texts and {len(query_ids)} ids; the gate needs at least one"
         )
-    if min_gain < 0:
-        raise ValueError(f"min_gain must be >= 0, got {min_gain}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    check_gate_thresholds(min_gain, alpha)
     judged = {q: qrels[q] for q in query_ids if q in qrels}  # evaluate averages over qrels
     scorer = _ScoredOnce(cross_encoder)
 

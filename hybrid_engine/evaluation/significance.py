@@ -27,6 +27,15 @@ _TIE = 1e-9
 reproduces it up to rounding)."""
 
 
+def check_gate_thresholds(min_gain: float, alpha: float) -> None:
+    """ValueError when a validation gate's thresholds are out of range: the gain it demands,
+    ``min_gain``, must be >= 0 and its significance level ``alpha`` in (0, 1)."""
+    if min_gain < 0:
+        raise ValueError(f"min_gain must be >= 0, got {min_gain}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+
+
 def max_t_p_values(
     differences: np.ndarray, *, flips: int = SIGN_FLIPS, seed: int = 0
 ) -> np.ndarray:

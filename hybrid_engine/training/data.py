@@ -38,6 +38,22 @@ def check_training_split(split: str, what: str = "a reranker") -> None:
         )
 
 
+def check_supervision(split: str, supervision: Sequence[str], what: str = "a reranker") -> None:
+    """ValueError when a trainer's ``split`` is refused (``check_training_split``, naming
+    ``what``) or ``supervision`` is not a non-empty subset of ``SUPERVISION``."""
+    check_training_split(split, what)
+    if not supervision or any(s not in SUPERVISION for s in supervision):
+        raise ValueError(
+            f"supervision must be a non-empty subset of {SUPERVISION}, got {tuple(supervision)}"
+        )
+
+
+def check_validation_fraction(validation_fraction: float) -> None:
+    """ValueError when a trainer's share of held-out validation queries is not in (0, 1)."""
+    if not 0.0 < validation_fraction < 1.0:
+        raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction}")
+
+
 @dataclass(frozen=True)
 class Pair:
     """A pseudo- or real query and the passage that answers it.

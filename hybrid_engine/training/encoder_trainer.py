@@ -28,7 +28,6 @@ the refusal under ``training["validation"]``, and every ``Encoder.load`` of it w
 from __future__ import annotations
 
 import os
-import random
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -45,9 +44,9 @@ from hybrid_engine.evaluation.encoder_gate import (
     encoder_verdict,
 )
 from hybrid_engine.models.bi_encoder import Encoder
-from hybrid_engine.models.store import BI_ENCODER, ModelInfo, models_dir, read_model
+from hybrid_engine.models.store import BI_ENCODER, ModelInfo, read_model
 from hybrid_engine.pipeline.rerank import RERANK_DEPTH
-from hybrid_engine.training.data import SUPERVISION, check_training_split
+from hybrid_engine.training.data import check_supervision, check_validation_fraction
 from hybrid_engine.training.encoder_data import (
     NEAR_DUPLICATE_COSINE,
     distinct_batches,
@@ -66,6 +65,7 @@ from hybrid_engine.training.examples import TrainingSet, gather_training_set
 from hybrid_engine.training.model import BASE_PACKAGE, base_model_path
 from hybrid_engine.training.negatives import negative_passage
 from hybrid_engine.training.record import data_record, versions, write_record
+from hybrid_engine.training.run import output_folders, seed_torch
 
 
 def train_encoder(
@@ -160,23 +160,13 @@ def train_encoder(
     """
     supervision = tuple(supervision)
     _check_parameters(split, supervision, validation_fraction, settings)
-    output = Path(output)
-    prepared = Path(prepared_output) if prepared_output else models_dir() / output.name
-    if output.exists():
-        raise FileExistsError(f"{output} exists; choose a new output folder or remove it")
-    if (prepared / "manifest.json").is_file():
-        raise FileExistsError(
-            f"{prepared} holds a prepared model; choose another prepared folder or remove it"
-        )
+    output, prepared = output_folders(output, prepared_output)
     base_info = read_model(base, kind=BI_ENCODER)
     start = Path(source) if source else _source_of(base_info)
     torch = require_encoder_training("torch")
     model = load_sentence_transformer(start, settings.max_seq_length, base_info)
     started = time.perf_counter()
-    random.seed(settings.seed)
-    torch.manual_seed(settings.seed)
-    if num_threads:
-        torch.set_num_threads(num_threads)
+    seed_torch(torch, settings.seed, num_threads)
     examples = gather_training_set(
         dataset_dir,
         split,
@@ -404,13 +394,8 @@ def _check_parameters(
     settings: EncoderSettings,
 ) -> None:
     """ValueError naming the first bad parameter of ``train_encoder``."""
-    check_training_split(split, "a bi-encoder")
-    if not supervision or any(s not in SUPERVISION for s in supervision):
-        raise ValueError(
-            f"supervision must be a non-empty subset of {SUPERVISION}, got {tuple(supervision)}"
-        )
-    if not 0.0 < validation_fraction < 1.0:
-        raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction}")
+    check_supervision(split, supervision, "a bi-encoder")
+    check_validation_fraction(validation_fraction)
     if settings.batch_size < 2 or settings.max_seq_length < 8 or settings.epochs <= 0:
         raise ValueError(
             "batch_size must be >= 2 (in-batch negatives), max_seq_length >= 8 and epochs > 0; "

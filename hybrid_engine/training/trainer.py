@@ -14,15 +14,17 @@ and into the prepared manifest.
 from __future__ import annotations
 
 import os
-import random
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hybrid_engine.models.store import models_dir
-from hybrid_engine.training.data import NEGATIVE_MODES, SUPERVISION, check_training_split
+from hybrid_engine.training.data import (
+    NEGATIVE_MODES,
+    check_supervision,
+    check_validation_fraction,
+)
 from hybrid_engine.training.examples import TrainingSet, gather_training_set
 from hybrid_engine.training.loop import LoopSettings, fit
 from hybrid_engine.training.model import (
@@ -33,6 +35,7 @@ from hybrid_engine.training.model import (
     save_model,
 )
 from hybrid_engine.training.record import training_record, with_validation, write_record
+from hybrid_engine.training.run import output_folders, seed_torch
 from hybrid_engine.training.validation import validate_prepared
 
 
@@ -157,21 +160,11 @@ def train_reranker(
         seed=seed,
     )
     _check_parameters(split, supervision, negative_mode, validation_fraction, settings)
-    output = Path(output)
-    prepared = Path(prepared_output) if prepared_output else models_dir() / output.name
-    if output.exists():
-        raise FileExistsError(f"{output} exists; choose a new output folder or remove it")
-    if prepare and (prepared / "manifest.json").is_file():
-        raise FileExistsError(
-            f"{prepared} holds a prepared model; choose another prepared folder or remove it"
-        )
+    output, prepared = output_folders(output, prepared_output, check_prepared=prepare)
     torch = require_training("torch")
     model, tokenizer = load_base(Path(source) if source else base_model_path(), max_length, layers)
     started = time.perf_counter()
-    random.seed(seed)
-    torch.manual_seed(seed)
-    if num_threads:
-        torch.set_num_threads(num_threads)
+    seed_torch(torch, seed, num_threads)
     examples = gather_training_set(
         dataset_dir,
         split,
@@ -271,15 +264,10 @@ def _check_parameters(
     settings: LoopSettings,
 ) -> None:
     """ValueError naming the first bad parameter of ``train_reranker``."""
-    check_training_split(split)
-    if not supervision or any(s not in SUPERVISION for s in supervision):
-        raise ValueError(
-            f"supervision must be a non-empty subset of {SUPERVISION}, got {tuple(supervision)}"
-        )
+    check_supervision(split, supervision)
     if negative_mode not in NEGATIVE_MODES:
         raise ValueError(f"negative_mode must be one of {NEGATIVE_MODES}, got {negative_mode!r}")
-    if not 0.0 < validation_fraction < 1.0:
-        raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction}")
+    check_validation_fraction(validation_fraction)
     if (
         settings.negatives < 1
         or settings.batch_size < 1
