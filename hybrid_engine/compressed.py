@@ -25,13 +25,12 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
-from typing import overload
 
 import numpy as np
 import zstandard
 
 from hybrid_engine.errors import IndexFormatError
-from hybrid_engine.packed import checked_position
+from hybrid_engine.packed import StringSequence
 from hybrid_engine.storage import delimits
 
 BLOCK_BYTES = 1 << 13
@@ -55,7 +54,7 @@ _SUFFIXES = ("zframes", "zframe_offsets", "zfirst", "zraw_offsets", "zdict")
 _LENGTH = np.dtype("<u4")
 
 
-class CompressedStrings(Sequence[str]):
+class CompressedStrings(StringSequence):
     """Strings by position, compressed in blocks (see the module) and decoded on access.
 
     Build with ``from_strings``, or from saved arrays with ``from_arrays``. Read-only;
@@ -178,16 +177,12 @@ class CompressedStrings(Sequence[str]):
     def __len__(self) -> int:
         return int(self._first[-1])
 
-    @overload
-    def __getitem__(self, position: int) -> str: ...
-    @overload
-    def __getitem__(self, position: slice) -> list[str]: ...
-    def __getitem__(self, position: int | slice) -> str | list[str]:
-        if isinstance(position, slice):
-            return self.take(np.arange(len(self), dtype=np.int64)[position])
-        index = checked_position(position, len(self), "strings")
+    def _at(self, index: int) -> str:
         block = int(np.searchsorted(self._first, index, side="right")) - 1
         return self._string(self._block(block), index - int(self._first[block]))
+
+    def _slice(self, positions: slice) -> list[str]:
+        return self.take(np.arange(len(self), dtype=np.int64)[positions])
 
     def take(self, positions: np.ndarray) -> list[str]:
         """The strings at ``positions`` (1-d int, each in ``[0, len(self))``), in that order;

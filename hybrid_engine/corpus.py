@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeAlias, Union, overload
+from typing import Any, TypeAlias, Union
 
 import numpy as np
 
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.ids import check_id
-from hybrid_engine.packed import PackedStrings, checked_position
+from hybrid_engine.packed import PackedStrings, StringSequence
 
 ENCODE_CHUNK = 16_384
 """Documents handed to an encoder per call when an index encodes a corpus: enough for it to sort
@@ -109,11 +109,36 @@ def iter_batches(
         yield texts, ids
 
 
-class DocIds(Sequence[str]):
+def check_saved_arrays(
+    path: str | os.PathLike[str],
+    arrays: Mapping[str, np.ndarray],
+    expected: Mapping[str, type[np.generic]],
+    ids: bool,
+) -> None:
+    """Raise IndexFormatError unless the ``arrays`` an index at ``path`` saved are exactly the
+    ``expected`` ones (name to dtype), and those of its ``DocIds.arrays`` where ``ids``, each
+    1-d of its dtype."""
+
+    def fail(what: str) -> IndexFormatError:
+        return IndexFormatError(f"{path}: {what}; the index is corrupt, rebuild it")
+
+    expected = dict(expected)
+    if ids:
+        expected.update({f"{_PREFIX}_bytes": np.uint8, f"{_PREFIX}_offsets": np.int64})
+    if set(arrays) != set(expected):
+        raise fail(f"expected arrays {sorted(expected)}, found {sorted(arrays)}")
+    for name, dtype in expected.items():
+        if arrays[name].dtype != dtype or arrays[name].ndim != 1:
+            raise fail(f"{name} is {arrays[name].dtype} with {arrays[name].ndim} dims")
+
+
+class DocIds(StringSequence):
     """The corpus ``_id`` of every position, packed (``PackedStrings``).
 
     When the corpus gave no ids, ``ids[i]`` is ``str(i)`` and nothing is stored.
     """
+
+    NOUN = "documents"
 
     def __init__(self, n_docs: int, packed: PackedStrings | None = None) -> None:
         self._n = n_docs
@@ -218,14 +243,21 @@ class DocIds(Sequence[str]):
     def __len__(self) -> int:
         return self._n
 
-    @overload
-    def __getitem__(self, position: int) -> str: ...
-    @overload
-    def __getitem__(self, position: slice) -> list[str]: ...
-    def __getitem__(self, position: int | slice) -> str | list[str]:
-        if isinstance(position, slice):
-            return [self[i] for i in range(*position.indices(self._n))]
-        position = checked_position(position, self._n, "documents")
-        if self._packed is None:
-            return str(position)
-        return self._packed[position]
+    def _at(self, index: int) -> str:
+        return str(index) if self._packed is None else self._packed[index]
+
+
+class IndexedDocuments:
+    """The documents of an index by result position: its ``doc_ids`` (``self._doc_ids``) and
+    their count."""
+
+    _doc_ids: DocIds
+
+    @property
+    def doc_ids(self) -> DocIds:
+        """``doc_ids[position]``: the corpus ``_id`` of a result position."""
+        return self._doc_ids
+
+    @property
+    def num_documents(self) -> int:
+        return len(self._doc_ids)

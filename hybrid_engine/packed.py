@@ -40,7 +40,33 @@ def checked_position(position: int, count: int, noun: str) -> int:
     return index
 
 
-class PackedStrings(Sequence[str]):
+class StringSequence(Sequence[str]):
+    """A read-only sequence of strings by position: ``self[i]`` of an int (negative from the
+    end; IndexError naming ``NOUN`` out of range) is ``_at`` of its index, ``self[a:b]`` a
+    list (``_slice``)."""
+
+    NOUN = "strings"
+    """What the items are called in an IndexError."""
+
+    @overload
+    def __getitem__(self, position: int) -> str: ...
+    @overload
+    def __getitem__(self, position: slice) -> list[str]: ...
+    def __getitem__(self, position: int | slice) -> str | list[str]:
+        if isinstance(position, slice):
+            return self._slice(position)
+        return self._at(checked_position(position, len(self), self.NOUN))
+
+    def _at(self, index: int) -> str:
+        """The string at ``index``, in ``[0, len(self))``."""
+        raise NotImplementedError
+
+    def _slice(self, positions: slice) -> list[str]:
+        """The strings of a slice, in order."""
+        return [self._at(i) for i in range(*positions.indices(len(self)))]
+
+
+class PackedStrings(StringSequence):
     """Strings by position, packed (``pack_utf8``) and decoded on access.
 
     Build with ``from_strings``, or from saved arrays with ``from_arrays``. Read-only, so
@@ -134,13 +160,6 @@ class PackedStrings(Sequence[str]):
             return [self[int(i)] for i in positions]
         return texts
 
-    @overload
-    def __getitem__(self, position: int) -> str: ...
-    @overload
-    def __getitem__(self, position: slice) -> list[str]: ...
-    def __getitem__(self, position: int | slice) -> str | list[str]:
-        if isinstance(position, slice):
-            return [self[i] for i in range(*position.indices(len(self)))]
-        position = checked_position(position, len(self), "strings")
-        start, end = self._offsets[position], self._offsets[position + 1]
+    def _at(self, index: int) -> str:
+        start, end = self._offsets[index], self._offsets[index + 1]
         return bytes(self._data[start:end]).decode("utf-8", "surrogatepass")

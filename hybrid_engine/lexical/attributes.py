@@ -9,7 +9,7 @@ from functools import cached_property
 import numpy as np
 
 from hybrid_engine import _core
-from hybrid_engine.corpus import DocIds
+from hybrid_engine.corpus import DocIds, IndexedDocuments
 from hybrid_engine.lexical.analysis import Analyzer, AnalyzerConfig
 from hybrid_engine.lexical.params import BM25Params
 from hybrid_engine.lexical.postings import PostingsSearcher
@@ -20,7 +20,7 @@ from hybrid_engine.lexical.word_terms import MappedQueryEncoder
 from hybrid_engine.packed import PackedStrings
 
 
-class BM25Attributes:
+class BM25Attributes(IndexedDocuments):
     """The state of a ``BM25Index`` and its properties."""
 
     def __init__(
@@ -95,15 +95,6 @@ class BM25Attributes:
     def analyzer(self) -> AnalyzerConfig:
         """Text analysis settings of documents and queries."""
         return self._analyzer
-
-    @property
-    def doc_ids(self) -> DocIds:
-        """``doc_ids[position]``: the corpus ``_id`` of a result position."""
-        return self._doc_ids
-
-    @property
-    def num_documents(self) -> int:
-        return len(self._doc_ids)
 
     @property
     def num_terms(self) -> int:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine import _core
-from hybrid_engine.corpus import DocIds
+from hybrid_engine.corpus import DocIds, check_saved_arrays
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.lexical._phrase import check_positions
 from hybrid_engine.lexical._postings_decode import check_terms
@@ -168,19 +168,13 @@ def _check_arrays(
     def fail(what: str) -> IndexFormatError:
         return IndexFormatError(f"{path}: {what}; the index is corrupt, rebuild it")
 
-    expected = dict(index_arrays)
-    if "doc_id_bytes" in arrays or "doc_id_offsets" in arrays:
-        expected.update(doc_id_bytes=np.uint8, doc_id_offsets=np.int64)
-    if set(arrays) != set(expected):
-        raise fail(f"expected arrays {sorted(expected)}, found {sorted(arrays)}")
-    for name, dtype in expected.items():
-        if arrays[name].dtype != dtype or arrays[name].ndim != 1:
-            raise fail(f"{name} is {arrays[name].dtype} with {arrays[name].ndim} dims")
+    ids = "doc_id_bytes" in arrays or "doc_id_offsets" in arrays
+    check_saved_arrays(path, arrays, index_arrays, ids)
     n_terms = len(arrays["doc_freqs"])
     if n_docs < 1 or len(arrays["doc_lengths"]) != n_docs:
         raise fail(f"doc_lengths has {len(arrays['doc_lengths'])} entries for {n_docs} documents")
     delimited = [("vocab_offsets", "vocab_bytes"), ("posting_offsets", "postings")]
-    if "positions" in expected:
+    if "positions" in index_arrays:
         delimited.append(("position_offsets", "positions"))
     for offsets, data in delimited:
         if not delimits(arrays[offsets], arrays[data], n_terms):

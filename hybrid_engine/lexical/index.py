@@ -199,7 +199,7 @@ class BM25Index(BM25Attributes):
         Returns
         -------
         SearchResult
-            ``ids`` int64 and ``scores`` float32, shape ``(n_queries, min(k, num_documents))``.
+            As ``search`` returns.
 
         Raises
         ------

@@ -57,11 +57,8 @@ def check_statistics(stats: CollectionStats, doc_freqs: np.ndarray, terms: Seque
 
     Raises
     ------
-    TypeError
-        ``stats`` is not a ``CollectionStats``, or ``doc_freqs`` not an int64 numpy array.
-    ValueError
-        ``stats.n_docs`` is 0, or ``doc_freqs`` has the wrong shape or a count outside
-        ``[0, stats.n_docs]``.
+    TypeError, ValueError
+        Those ``BM25Index.with_statistics`` lists.
     """
     if not isinstance(stats, CollectionStats):
         raise TypeError(f"stats must be a CollectionStats, got {type(stats).__name__}")

@@ -246,8 +246,9 @@ class Exists(Predicate):
         """``$exists`` has no operand to compare: it goes with every field."""
 
 
-class All(Predicate):
-    """Every condition holds (none: every document matches)."""
+class Combined(Predicate):
+    """Conditions joined into one (``All``, ``AnyOf``): their fields, and their operands
+    checked, are those of every child."""
 
     __slots__ = ("children",)
 
@@ -256,6 +257,16 @@ class All(Predicate):
 
     def fields(self) -> frozenset[str]:
         return frozenset().union(*(c.fields() for c in self.children))
+
+    def check_kinds(self, kinds_of: Callable[[str], frozenset[int]]) -> None:
+        for child in self.children:
+            child.check_kinds(kinds_of)
+
+
+class All(Combined):
+    """Every condition holds (none: every document matches)."""
+
+    __slots__ = ()
 
     def mask(self, columns: MetadataColumns) -> np.ndarray:
         matched = np.ones(len(columns), bool)
@@ -268,21 +279,11 @@ class All(Predicate):
             return "every document"
         return " and ".join(_grouped(c) for c in self.children)
 
-    def check_kinds(self, kinds_of: Callable[[str], frozenset[int]]) -> None:
-        for child in self.children:
-            child.check_kinds(kinds_of)
 
-
-class AnyOf(Predicate):
+class AnyOf(Combined):
     """At least one condition holds."""
 
-    __slots__ = ("children",)
-
-    def __init__(self, children: Sequence[Predicate]) -> None:
-        self.children = tuple(children)
-
-    def fields(self) -> frozenset[str]:
-        return frozenset().union(*(c.fields() for c in self.children))
+    __slots__ = ()
 
     def mask(self, columns: MetadataColumns) -> np.ndarray:
         matched = np.zeros(len(columns), bool)
@@ -292,10 +293,6 @@ class AnyOf(Predicate):
 
     def render(self) -> str:
         return " or ".join(_grouped(c) for c in self.children)
-
-    def check_kinds(self, kinds_of: Callable[[str], frozenset[int]]) -> None:
-        for child in self.children:
-            child.check_kinds(kinds_of)
 
 
 class Negation(Predicate):
@@ -322,5 +319,5 @@ class Negation(Predicate):
 def _grouped(predicate: Predicate) -> str:
     """``render()``, in parentheses when it joins several conditions."""
     text = predicate.render()
-    combined = isinstance(predicate, (AnyOf, All)) and len(predicate.children) > 1
+    combined = isinstance(predicate, Combined) and len(predicate.children) > 1
     return f"({text})" if combined else text

@@ -205,11 +205,11 @@ def create_app(
         return Rows(
             result.hits(),
             dict(result.timings),
-            list(result.degraded),
-            list(result.skipped),
-            result.facets,
-            result.highlights() if options.get("highlight") else None,
-            result.explain() if options.get("explain") else None,
+            degraded=list(result.degraded),
+            skipped=list(result.skipped),
+            facets=result.facets,
+            highlights=result.highlights() if options.get("highlight") else None,
+            legs=result.explain() if options.get("explain") else None,
         )
 
     # Without batching every request runs at once, alone (as many as the threadpool runs).

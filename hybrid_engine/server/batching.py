@@ -27,16 +27,14 @@ LegRanks = dict[str, tuple[int, float]]
 """A hit's 1-based rank and score in each leg that returned it (``HybridResult.explain``)."""
 
 
-@dataclass(frozen=True)
-class Rows:
-    """One engine call's answer: per query its hits and, when asked, its facet counts, each
-    hit's highlighted snippet and each hit's ranks in the legs; and the call's stage timings
-    in milliseconds and the stages it left out: failed (``degraded``) and skipped for its
-    budget (``skipped``); from a sharded index, the shards that did not answer and each
-    one's milliseconds (``ShardedResult``)."""
+@dataclass(frozen=True, kw_only=True)
+class CallExtras:
+    """What an engine call answers beside its hits and timings (keywords, after them): the
+    stages it left out, failed (``degraded``) and skipped for its budget (``skipped``); per
+    query, when asked, its facet counts, each hit's highlighted snippet and each hit's ranks
+    in the legs; from a sharded index, the shards that did not answer and each one's
+    milliseconds (``ShardedResult``)."""
 
-    hits: list[list[Hit]]
-    timings: dict[str, float]
     degraded: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     facets: list[Facets] | None = None
@@ -44,6 +42,15 @@ class Rows:
     legs: list[list[LegRanks]] | None = None
     missing_shards: list[int] | None = None
     shard_timings: dict[int, float] | None = None
+
+
+@dataclass(frozen=True)
+class Rows(CallExtras):
+    """One engine call's answer: per query its hits, the call's stage timings in
+    milliseconds, and its ``CallExtras``."""
+
+    hits: list[list[Hit]]
+    timings: dict[str, float]
 
 
 Search = Callable[[list[str], Mapping[str, Any]], Awaitable[Rows]]
@@ -78,7 +85,7 @@ class BatchPolicy:
 
 
 @dataclass(frozen=True)
-class BatchedResult:
+class BatchedResult(CallExtras):
     """One request's share of a batched engine call.
 
     Attributes
@@ -104,13 +111,6 @@ class BatchedResult:
     hits: list[list[Hit]]
     timings: dict[str, float]
     batch_size: int
-    degraded: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    facets: list[Facets] | None = None
-    highlights: list[list[str]] | None = None
-    legs: list[list[LegRanks]] | None = None
-    missing_shards: list[int] | None = None
-    shard_timings: dict[int, float] | None = None
 
     @classmethod
     def share(cls, rows: Rows, start: int, stop: int) -> BatchedResult:
@@ -123,13 +123,13 @@ class BatchedResult:
             rows.hits[start:stop],
             rows.timings,
             len(rows.hits),
-            rows.degraded,
-            rows.skipped,
-            mine(rows.facets),
-            mine(rows.highlights),
-            mine(rows.legs),
-            rows.missing_shards,
-            rows.shard_timings,
+            degraded=rows.degraded,
+            skipped=rows.skipped,
+            facets=mine(rows.facets),
+            highlights=mine(rows.highlights),
+            legs=mine(rows.legs),
+            missing_shards=rows.missing_shards,
+            shard_timings=rows.shard_timings,
         )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from hybrid_engine import _core
-from hybrid_engine.corpus import DocIds
+from hybrid_engine.corpus import DocIds, IndexedDocuments
 from hybrid_engine.lexical.postings import PostingsSearcher
 from hybrid_engine.lexical.postings_check import PostingsCheck
 from hybrid_engine.protocols import SparseEncoder
@@ -16,7 +16,7 @@ _NO_BYTES = np.zeros(0, np.uint8)
 _NO_FACTORS = np.zeros(0, np.float32)
 
 
-class SpladeAttributes:
+class SpladeAttributes(IndexedDocuments):
     """The state of a ``SpladeIndex`` and its read-only properties."""
 
     def __init__(
@@ -58,15 +58,6 @@ class SpladeAttributes:
         )
 
     # -- properties ---------------------------------------------------------------------------
-
-    @property
-    def doc_ids(self) -> DocIds:
-        """``doc_ids[position]``: the corpus ``_id`` of a result position."""
-        return self._doc_ids
-
-    @property
-    def num_documents(self) -> int:
-        return len(self._doc_ids)
 
     @property
     def vocab_size(self) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from hybrid_engine.checks import check_int
-from hybrid_engine.corpus import DocIds
+from hybrid_engine.corpus import DocIds, check_saved_arrays
 from hybrid_engine.errors import IndexFormatError
 from hybrid_engine.lexical.postings_check import PostingsCheck
 from hybrid_engine.sparse._impacts_check import check_impact_terms
@@ -20,7 +20,11 @@ from hybrid_engine.storage import delimits, read_index_dir, write_index_dir
 
 FORMAT = "hybrid_engine.splade"
 FORMAT_VERSION = 1
-INDEX_ARRAYS = {"posting_offsets": np.int64, "doc_ids": np.int32, "impacts": np.uint8}
+INDEX_ARRAYS: dict[str, type[np.generic]] = {
+    "posting_offsets": np.int64,
+    "doc_ids": np.int32,
+    "impacts": np.uint8,
+}
 """The postings' arrays and their dtypes."""
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 MAX_ID = 2**31 - 1
@@ -125,14 +129,7 @@ def _check_arrays(
     def fail(what: str) -> IndexFormatError:
         return IndexFormatError(f"{path}: {what}; the index is corrupt, rebuild it")
 
-    expected = dict(INDEX_ARRAYS)
-    if explicit:
-        expected.update(doc_id_bytes=np.uint8, doc_id_offsets=np.int64)
-    if set(arrays) != set(expected):
-        raise fail(f"expected arrays {sorted(expected)}, found {sorted(arrays)}")
-    for name, dtype in expected.items():
-        if arrays[name].dtype != dtype or arrays[name].ndim != 1:
-            raise fail(f"{name} is {arrays[name].dtype} with {arrays[name].ndim} dims")
+    check_saved_arrays(path, arrays, INDEX_ARRAYS, explicit)
     if n_docs < 1 or vocab_size < 1:
         raise fail(f"{n_docs} documents, {vocab_size} terms")
     offsets, docs, impacts = arrays["posting_offsets"], arrays["doc_ids"], arrays["impacts"]
