@@ -1,4 +1,4 @@
-"""``scripts/strategy_report.py`` on a few MED queries with a scripted generator: every
+"""``benchmarks/reports/strategy_report.py`` on a few MED queries with a scripted generator: every
 strategy is scored and timed, and a generator that writes the intended filter makes
 self-query's figures those of the oracle filter."""
 
