@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "strategy_report.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "reports" / "strategy_report.py"
 
 
 def load_script() -> ModuleType:
