@@ -1,7 +1,7 @@
 """The sides of the quantized dense comparison: one builder per index, each a ``Side`` that
 searches one query per call at a setting (``ef``, ``oversample``), saves itself and loads
-again, so ``scripts/quant_report.py`` and ``benchmarks/test_dense_quant.py`` time every side
-the same way on the same vectors.
+again, so ``benchmarks/reports/quant_report.py`` and ``benchmarks/test_dense_quant.py`` time
+every side the same way on the same vectors.
 
 Every graph is built with the engine's defaults (``hybrid_engine/dense/params.py``): M=16,
 ef_construction=200, inner product over unit vectors. Builds use ``BUILD_THREADS`` threads,

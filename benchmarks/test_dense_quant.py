@@ -9,7 +9,7 @@ i8, and b1 + numpy rescoring; the engine's ``DenseIndex.from_vectors`` as ``ours
   (``bench_common.clustered_vectors``), 100 queries of the same mixture: small enough for CI's
   smoke run;
 * ``dense-quant-254k-1q-k10`` (``scale``): the 253,928 real scale vectors and 1,000 MS MARCO
-  query vectors cached by ``scripts/embed_scale.py --docs all`` (skipped, naming that
+  query vectors cached by ``benchmarks/reports/embed_scale.py --docs all`` (skipped, naming that
   command, when absent).
 
 The timed body is one ``search`` call per query, one thread, at the side's middle setting (for
@@ -18,7 +18,7 @@ the float and int8 graphs ef 128; for rescoring sides ``ef`` 256 with their midd
 p50/p95 per call, build seconds and index bytes per document, and ``settings``: the same
 figures at every setting of the side, to read comparisons at equal recall off. The ratio
 ``<side>_over_hnswlib_f32`` is the median time of a side over hnswlib's: below 1, the side is
-faster. ``scripts/quant_report.py`` prints the full sweep as JSON, with resident memory.
+faster. ``benchmarks/reports/quant_report.py`` prints the full sweep as JSON, with resident memory.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 from bench_common import clustered_vectors, record_ratio
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "reports"))
 
 K = 10
 DIM = 384

@@ -11,7 +11,7 @@ same mixture; the exact side passes ``exact=True``. Query encoding is not includ
 
 Ratios ``exact_over_hnsw`` = median time of the exact side / of HNSW: above 1, the graph is
 faster. Where it crosses 1 for single queries is what ``DEFAULT_EXACT_THRESHOLD`` is set from
-(see ``scripts/bench_dense_recall.py`` to measure it, and recall, on real embeddings).
+(see ``benchmarks/reports/bench_dense_recall.py`` to measure it, and recall, on real embeddings).
 """
 
 from __future__ import annotations
@@ -104,8 +104,8 @@ def real_embeddings(shared_data: Any, msmarco_queries: list[str]) -> tuple[Any, 
     """(HNSW index over 100k real document embeddings, 1,000 MS MARCO query embeddings).
 
     The slice is every 2nd scale document (gcide, wordnet, Wikipedia summaries), as in
-    ``scripts/embed_scale.py``; embeddings come from the embedding cache, so run that script
-    once first (encoding 100k documents takes about half an hour on 2 cores).
+    ``benchmarks/reports/embed_scale.py``; embeddings come from the embedding cache, so run that
+    script once first (encoding 100k documents takes about half an hour on 2 cores).
     """
     from bench_common import load_scale_texts
 

@@ -7,7 +7,7 @@ zstandard frame (with its content size and checksum) holding the block's string 
 only; a few decompressed blocks are kept (``CACHED_BLOCKS``). A zstandard dictionary trained
 on a sample of the strings is used when, measured on a sample of the blocks, it saves more
 bytes than it costs (16% of the compressed texts of the 253,928 scale documents, 24% of
-SciFact's; ``scripts/text_compression_report.py``).
+SciFact's; ``benchmarks/reports/text_compression_report.py``).
 
 Saved as five arrays (``arrays``), which may be memory-mapped::
 

@@ -1,4 +1,4 @@
-"""The long-document set builder of scripts/long_documents.py: seeded, exact offsets, the
+"""The long-document set builder of benchmarks/long_documents.py: seeded, exact offsets, the
 judged documents and their ids kept."""
 
 import gzip
@@ -11,7 +11,7 @@ import pytest
 
 _ROOT = Path(__file__).resolve().parents[1]
 _SPEC = importlib.util.spec_from_file_location(
-    "long_documents", _ROOT / "scripts/long_documents.py"
+    "long_documents", _ROOT / "benchmarks/long_documents.py"
 )
 assert _SPEC is not None and _SPEC.loader is not None
 long_documents = importlib.util.module_from_spec(_SPEC)

@@ -1,4 +1,4 @@
-"""``scripts/strategy_report.py`` on a few MED queries with a scripted generator: every
+"""``benchmarks/reports/strategy_report.py`` on a few MED queries with a scripted generator: every
 strategy is scored and timed, and a generator that writes the intended filter makes
 self-query's figures those of the oracle filter."""
 
@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "strategy_report.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "reports" / "strategy_report.py"
 
 
 def load_script() -> ModuleType:

@@ -12,8 +12,9 @@ Two ways, picked per batch by a cost model (``plan``):
   allowed rows.
 
 hnswlib's own ``filter=`` callback was measured against oversampling on the same graph, same
-``k`` and ``ef`` (``benchmarks/test_dense_filter_bench.py``, ``scripts/bench_dense_filter.py``,
-docs/dense.md). It calls a Python function (holding the GIL) for each candidate and searches on
+``k`` and ``ef`` (``benchmarks/test_dense_filter_bench.py``,
+``benchmarks/reports/bench_dense_filter.py``, docs/dense.md). It calls a Python function (holding
+the GIL) for each candidate and searches on
 until ``ef`` allowed ones are found, about ``ef / s`` nodes at selectivity ``s``, and raises
 when fewer than ``k`` pass: it was 1.2x to 9x slower than oversampling through the graph, and
 2x to 1,200x slower than the exact path at the selectivities where that is taken. Its deeper
@@ -33,8 +34,9 @@ GRAPH_ROWS_PER_LINK = 0.5
 """Cost of one graph search, in exactly scored rows, per entry of the candidate list (``ef``)
 and per link of a level-0 node (``2 * m``); see ``graph_cost``.
 
-Measured (one query, one thread, 384-d, m=16, 2-core machine, ``scripts/bench_dense_filter.py
---calibrate``): 0.40-0.47 on 100,000 synthetic vectors for lists of 10 to 2,048 (ef 256 to
+Measured (one query, one thread, 384-d, m=16, 2-core machine,
+``benchmarks/reports/bench_dense_filter.py --calibrate``): 0.40-0.47 on 100,000 synthetic vectors
+for lists of 10 to 2,048 (ef 256 to
 2,048: 0.7 to 5.8 ms, an exact row 0.1 us), 0.12-0.24 on the 5,183 SciFact embeddings (a small
 graph stays in cache). 0.5 errs towards the exact path, which has no approximation: at
 ``ef_search=256`` the graph is used from 4,096 allowed documents on."""
@@ -62,7 +64,7 @@ def graph_cost(list_size: int, ef_search: int, m: int) -> float:
     computes a distance to each new neighbour among their ``2 * m`` links; a distance through
     the graph costs more than a row of the exact path (random access, heap updates) but most
     neighbours are already visited. ``GRAPH_ROWS_PER_LINK`` folds both in, measured so that the
-    estimate matches timed searches (``scripts/bench_dense_filter.py --calibrate``).
+    estimate matches timed searches (``benchmarks/reports/bench_dense_filter.py --calibrate``).
     """
     return GRAPH_ROWS_PER_LINK * max(ef_search, list_size) * 2 * m
 

@@ -13,9 +13,10 @@ DEFAULT_EXACT_THRESHOLD = 5_000
 """Up to this many vectors an index builds no graph and every search is exact.
 
 Where HNSW starts to beat the exact path for one query (384-d vectors, 2-core machine,
-``scripts/bench_dense_recall.py``): the two are within noise of each other up to 5,000 vectors
-(about 0.2 ms), and the graph is 1.5x faster at 7,000, 1.9x at 10,000, 2.9x at 20,000. The exact
-path's cost grows with ``n * dim``: for 768-d vectors the crossover comes at about half as many.
+``benchmarks/reports/bench_dense_recall.py``): the two are within noise of each other up to 5,000
+vectors (about 0.2 ms), and the graph is 1.5x faster at 7,000, 1.9x at 10,000, 2.9x at 20,000. The
+exact path's cost grows with ``n * dim``: for 768-d vectors the crossover comes at about half
+as many.
 """
 DEFAULT_EF_SEARCH = {None: 256, "int8": 256, "binary": 448}
 """HNSW candidate list size of a search (hnswlib's ``ef``; at least ``k`` is used), by
@@ -23,15 +24,16 @@ quantization.
 
 Measured on real all-MiniLM-L6-v2 embeddings of 100,000 scale documents (every 2nd of gcide,
 wordnet, Wikipedia summaries) with 1,000 MS MARCO queries, M=16, ef_construction=200
-(``scripts/embed_scale.py``, then ``scripts/bench_dense_recall.py``), recall@10 against the
-exact path: ef 64 0.945, 128 0.979, 192 0.989, 256 0.992-0.993 (two builds), 384 0.996. At 256
+(``benchmarks/reports/embed_scale.py``, then ``benchmarks/reports/bench_dense_recall.py``),
+recall@10 against the exact path: ef 64 0.945, 128 0.979, 192 0.989, 256 0.992-0.993 (two builds),
+384 0.996. At 256
 a query takes about 1 ms against 7 ms for the exact path. Synthetic topic-clustered vectors are
 easier (0.99 at ef 24-64): real text embeddings need the larger list.
 
 Binary codes rank the walk's list coarsely, so they take a longer one, every candidate of it
 rescored: recall@10 against exact float32 search on the 1M derived scale vectors
-(``scripts/quant_report.py --n-docs 1000000``, 1,000 MS MARCO queries, k=10), ef 256 with 20
-candidates per hit 0.9707-0.9718 (two builds), 320/32 0.9771-0.9804, 384/38 0.9816, 448/45
+(``benchmarks/reports/quant_report.py --n-docs 1000000``, 1,000 MS MARCO queries, k=10), ef 256
+with 20 candidates per hit 0.9707-0.9718 (two builds), 320/32 0.9771-0.9804, 384/38 0.9816, 448/45
 0.9857, 512/51 0.9887 (int8 at 256/2: 0.9825). 448 is the first with a margin over the 0.98
 a default needs, at 1M; a query's p50 there 1.31 ms against 0.78 at 256.
 """

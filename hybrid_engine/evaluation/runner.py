@@ -307,7 +307,7 @@ ids). ``rerank`` is ``hybrid`` with its fused top ``RERANK_DEPTH`` reranked by
 ``hyde``, ``decompose``, ``multi-hop`` and ``fused-strategies`` search ``hybrid`` through the
 query strategies with ``BuildOptions.generator`` (docs/strategies.md). Self-query is not here:
 it needs metadata and a schema, which the BEIR collections lack
-(``scripts/strategy_report.py`` measures it on synthetic metadata)."""
+(``benchmarks/reports/strategy_report.py`` measures it on synthetic metadata)."""
 
 GENERATIVE = ("hyde", "decompose", "multi-hop", "fused-strategies")
 """The configurations that call a generator."""
