@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import threading
 import time
 import warnings
@@ -29,17 +30,17 @@ import numpy as np
 
 from hybrid_engine import CrossEncoder, EmbeddingCache, Encoder, HybridIndex
 from hybrid_engine.cli.demo import DEFAULT_DATASET
-from hybrid_engine.engine.index import RerankerRefusedWarning
+from hybrid_engine.errors import RerankerRefusedWarning
 from hybrid_engine.evaluation import load_beir
 from hybrid_engine.evaluation.runner import documents_with_text
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: shared helpers
+from process_memory import memory
+
 
 def rss_mib() -> float:
-    """This process's resident set size, MiB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS in /proc/self/status")
+    """This process's resident set size, MiB (``process_memory.memory``'s ``VmRSS``)."""
+    return memory()["VmRSS"]
 
 
 def main() -> None:

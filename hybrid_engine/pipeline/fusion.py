@@ -15,7 +15,7 @@ METHODS = ("rrf", "minmax", "zscore", "dbsf", "combsum", "combmnz")
 
 DEFAULT_METHOD = "dbsf"
 """``fuse``'s method: the best average nDCG@10 of BM25 + dense over the five local collections
-(``scripts/fusion_report.py``; docs/fusion.md)."""
+(``benchmarks/reports/fusion_report.py``; docs/fusion.md)."""
 
 RRF_K = 60
 """RRF's rank offset: ``1 / (RRF_K + rank)`` (Cormack et al.'s 60)."""
@@ -57,8 +57,9 @@ def fuse(
     combination); the other methods use them as given.
 
     The default, ``"dbsf"``, had the best average nDCG@10 fusing the top 100 of BM25 and dense
-    retrieval on the five local collections (docs/fusion.md; ``scripts/fusion_report.py``),
-    and the best on SciFact; CombMNZ is within noise of it, the others and RRF a little below.
+    retrieval on the five local collections (docs/fusion.md;
+    ``benchmarks/reports/fusion_report.py``), and the best on SciFact; CombMNZ is within noise
+    of it, the others and RRF a little below.
 
     Parameters
     ----------

@@ -38,13 +38,13 @@ DEFAULT_DENSE_OPTIONS = {"quantization": "binary"}
 graph walks on binary codes (52 bytes a 384-d vector) with a list of 448, every candidate
 rescored with the float32 vectors (``dense.params``' defaults for binary codes).
 
-Measured (docs/memory.md): on the five shared collections (``scripts/quantization_quality.py``)
-no nDCG@10 difference from float32, dense or hybrid, with a paired p below 0.05, and recall@10
-against exact float32 search 0.998 or more; on the scale documents recall@10 0.9943 at 254k
-and 0.9857 at 1M (int8 codes: 0.9892 and 0.9825), and the default engine over the 253,928
-documents takes 1,918 bytes a document on disk and 410 resident with ``mmap="cold"`` (int8
-codes: 2,250 and 741). An index built before a default keeps its own quantization in its new
-segments (float32 before int8 codes, int8 before binary)."""
+Measured (docs/memory.md): on the five shared collections
+(``benchmarks/reports/quantization_quality.py``) no nDCG@10 difference from float32, dense or
+hybrid, with a paired p below 0.05, and recall@10 against exact float32 search 0.998 or more; on the
+scale documents recall@10 0.9943 at 254k and 0.9857 at 1M (int8 codes: 0.9892 and 0.9825), and the
+default engine over the 253,928 documents takes 1,918 bytes a document on disk and 410 resident with
+``mmap="cold"`` (int8 codes: 2,250 and 741). An index built before a default keeps its own
+quantization in its new segments (float32 before int8 codes, int8 before binary)."""
 _LEG_TYPES = {"bm25": BM25Index, "dense": DenseIndex, "splade": SpladeIndex}
 
 
