@@ -78,10 +78,8 @@ def rescore(vectors, queries, candidates, out):
 
     Parameters
     ----------
-    vectors : numpy.ndarray
-        float32, shape ``(n, dim)``.
-    queries : numpy.ndarray
-        float32, shape ``(n_queries, dim)``.
+    vectors, queries : numpy.ndarray
+        As in ``approx_scores``.
     candidates : numpy.ndarray
         int64, shape ``(n_queries, c)``: rows of ``vectors``, each in ``[0, n)``, or -1 for none.
         Not bounds-checked: callers guarantee the range.

@@ -18,7 +18,7 @@ import numpy as np
 # _formulas.py, _postings_decode.py or _topk.py, delete hybrid_engine/lexical/__pycache__/*.nbi
 # and *.nbc (or touch this file).
 from hybrid_engine.lexical._formulas import contribution
-from hybrid_engine.lexical._postings_decode import read_varint
+from hybrid_engine.lexical._postings_decode import read_posting
 from hybrid_engine.lexical._topk import (
     SMALL_K,
     collect_range,
@@ -76,9 +76,7 @@ def _accumulate_sparse(terms, weights, layout, scoring, acc, hits):
             end = posting_offsets[term + 1]
             doc = np.int64(0)
             while pos < end:
-                gap, pos = read_varint(postings, pos)
-                tf, pos = read_varint(postings, pos)
-                doc += gap
+                doc, tf, pos = read_posting(postings, pos, doc)
                 hits[n_hits] = doc
                 n_hits += acc[doc] == 0.0
                 acc[doc] += contribution(weight, tf, factors[doc], method, k1, delta)
@@ -122,9 +120,7 @@ def _accumulate_window(terms, weights, cursors, layout, scoring, base, stop, acc
             while doc < stop:
                 acc[doc - base] += contribution(weight, tf, factors[doc], method, k1, delta)
                 if pos < end:
-                    gap, pos = read_varint(postings, pos)
-                    tf, pos = read_varint(postings, pos)
-                    doc += gap
+                    doc, tf, pos = read_posting(postings, pos, doc)
                 else:
                     doc = _END
             added = True
@@ -234,8 +230,7 @@ def search_batch(
             else:
                 pos = posting_offsets[terms[j]]
                 if pos < posting_offsets[terms[j] + 1]:
-                    cursor_doc[j], pos = read_varint(postings, pos)
-                    cursor_tf[j], pos = read_varint(postings, pos)
+                    cursor_doc[j], cursor_tf[j], pos = read_posting(postings, pos, 0)
                 cursor[j] = pos
         size = 0
         n_hits = 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from hybrid_engine.lexical._postings_decode import read_varint
+from hybrid_engine.lexical._postings_decode import read_posting
 
 MALFORMED = -1
 """What ``phrase_documents`` returns as its count when a positions run is malformed."""
@@ -45,17 +45,14 @@ def _term_documents(posting_offsets, postings, term):
     end = posting_offsets[term + 1]
     count = 0
     while pos < end:  # postings are checked: count them first, then decode
-        _, pos = read_varint(postings, pos)
-        _, pos = read_varint(postings, pos)
+        _, _, pos = read_posting(postings, pos, 0)
         count += 1
     docs = np.empty(count, dtype=np.int64)
     tfs = np.empty(count, dtype=np.int64)
     pos = posting_offsets[term]
     doc = np.int64(0)
     for i in range(count):
-        gap, pos = read_varint(postings, pos)
-        tf, pos = read_varint(postings, pos)
-        doc += gap
+        doc, tf, pos = read_posting(postings, pos, doc)
         docs[i] = doc
         tfs[i] = tf
     return docs, tfs

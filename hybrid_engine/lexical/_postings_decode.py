@@ -36,6 +36,15 @@ def read_varint(postings, pos):
     return value, pos
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def read_posting(postings, pos, doc):
+    """The posting at ``pos`` of a list whose previous document is ``doc`` (0 before the
+    first): (its document, its term frequency, position after it)."""
+    gap, pos = read_varint(postings, pos)
+    tf, pos = read_varint(postings, pos)
+    return doc + gap, tf, pos
+
+
 @numba.njit(cache=True, nogil=True)
 def impacts_from_postings(posting_offsets, postings, doc_freqs, factors, method, k1, delta):
     """Decode all postings into the impact layout: per posting its doc id and score factor.
@@ -63,9 +72,7 @@ def impacts_from_postings(posting_offsets, postings, doc_freqs, factors, method,
         doc = np.int64(0)
         i = impact_offsets[term]
         while pos < end:
-            gap, pos = read_varint(postings, pos)
-            tf, pos = read_varint(postings, pos)
-            doc += gap
+            doc, tf, pos = read_posting(postings, pos, doc)
             impact_docs[i] = doc
             impacts[i] = term_score(np.float64(tf), factors[doc], method, k1, delta)
             i += 1
@@ -92,9 +99,7 @@ def allowed_doc_freqs(layout, allowed):
             end = posting_offsets[term + 1]
             doc = np.int64(0)
             while pos < end:
-                gap, pos = read_varint(postings, pos)
-                _, pos = read_varint(postings, pos)
-                doc += gap
+                doc, _, pos = read_posting(postings, pos, doc)
                 count += allowed[doc]
         counts[term] = count
     return counts
