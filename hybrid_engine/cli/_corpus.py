@@ -4,7 +4,6 @@ input) with their lines; a document with neither title nor text refused, or left
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from collections.abc import Iterator
@@ -23,16 +22,6 @@ from hybrid_engine.evaluation.datasets import (
 SHOWN_IDS = 5
 """Ids of skipped documents a message names, at most."""
 _DOCUMENT = re.compile(r"\bdocument (?:.*? \(number (\d+) of those given\)|number (\d+)\b)")
-
-
-def add_skip_empty_option(parser: argparse.ArgumentParser) -> None:
-    """``--skip-empty``."""
-    parser.add_argument(
-        "--skip-empty",
-        action="store_true",
-        help="leave out the documents with neither title nor text, and say how many (default: "
-        "such a document is an error naming its line and _id)",
-    )
 
 
 @dataclass(frozen=True)

@@ -1,27 +1,16 @@
-"""What ``add`` and ``delete`` share: the index argument, ``-`` for stdin, and the one line
-they print."""
+"""What ``add`` and ``delete`` share: ``-`` for stdin, the write lock and the one line they
+print (their index arguments: ``_options.add_index_arguments``)."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from hybrid_engine.cli._sharded import add_ray_option
 from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.errors import WriterLockedError
 
 STDIN = "-"
 """The file argument that reads standard input (``add``'s ``FILE``, ``delete --ids-file``)."""
-
-
-def add_index_arguments(parser: argparse.ArgumentParser) -> None:
-    """``INDEX``, ``--threads`` and ``--ray-address``."""
-    parser.add_argument(
-        "index", help="live or sharded index directory (`hybrid-engine index` or save)"
-    )
-    parser.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
-    add_ray_option(parser)
 
 
 @contextmanager

@@ -1,10 +1,12 @@
-"""What the commands print: metric tables, and search hits as a listing or as JSON lines."""
+"""What the commands print: metric tables, search hits as a listing or as JSON lines, and the
+JSON files of ``--json FILE``."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
 from dataclasses import asdict
+from pathlib import Path
 
 from hybrid_engine.pipeline.facets import Facets
 from hybrid_engine.result import Hit
@@ -13,6 +15,12 @@ SNIPPET_CHARS = 160
 """Characters of a hit's text shown in a listing (one line)."""
 LABEL_WIDTH = 12
 """Least width of a table's first column, the row's name (wider for a longer name)."""
+
+
+def write_json(path: str, figures: object) -> None:
+    """Write ``figures`` to ``path`` as indented JSON (``--json FILE``) and say so."""
+    Path(path).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
 
 
 def print_table(rows: Mapping[str, Mapping[str, float]], columns: list[str] | None = None) -> None:

@@ -19,18 +19,6 @@ from hybrid_engine.distributed.manifest import MANIFEST
 from hybrid_engine.models.cross_encoder import CrossEncoder
 
 
-def add_ray_option(parser: argparse.ArgumentParser) -> None:
-    """``--ray-address``."""
-    parser.add_argument(
-        "--ray-address",
-        default=None,
-        metavar="HOST:PORT",
-        help="with a sharded index: the running Ray cluster to run its shards on (`ray start "
-        "--head` printed it; its RAY_AUTH_TOKEN in the environment); every node must see the "
-        "index directory (default: a local Ray started for this command)",
-    )
-
-
 def is_sharded(path: str | Path) -> bool:
     """Whether ``path`` holds a sharded index (its ``sharded.json``)."""
     return (Path(path) / MANIFEST).is_file()

@@ -7,9 +7,10 @@ import argparse
 from typing import Any
 
 from hybrid_engine.cli import _sharded as sharded
-from hybrid_engine.cli._corpus import CorpusFile, add_skip_empty_option, read_documents
+from hybrid_engine.cli._corpus import CorpusFile, read_documents
 from hybrid_engine.cli._engine import load_engine
-from hybrid_engine.cli._live import STDIN, add_index_arguments, summary, writing
+from hybrid_engine.cli._live import STDIN, summary, writing
+from hybrid_engine.cli._options import add_index_arguments, add_skip_empty_option
 from hybrid_engine.dense.embedding_cache import EmbeddingCache
 from hybrid_engine.engine.index import HybridIndex
 from hybrid_engine.errors import DuplicateIdError

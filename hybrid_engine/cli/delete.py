@@ -10,7 +10,8 @@ from typing import Any
 
 from hybrid_engine.cli import _sharded as sharded
 from hybrid_engine.cli._engine import load_engine
-from hybrid_engine.cli._live import STDIN, add_index_arguments, summary, writing
+from hybrid_engine.cli._live import STDIN, summary, writing
+from hybrid_engine.cli._options import add_index_arguments
 from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.ids import check_id
 

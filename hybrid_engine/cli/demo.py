@@ -10,11 +10,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hybrid_engine.cli._engine import (
+from hybrid_engine.cli._engine import build_engine, reranker
+from hybrid_engine.cli._options import (
     DEFAULT_VARIANT,
+    add_quiet_option,
     add_reranker_options,
-    build_engine,
-    reranker,
+    add_threads_option,
 )
 from hybrid_engine.cli._output import print_eval_tables, print_hits
 from hybrid_engine.dense.embedding_cache import default_cache_dir
@@ -57,8 +58,8 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("-k", type=int, default=5, help="hits per query (default: %(default)s)")
     add_reranker_options(p)
-    p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars or progress lines")
+    add_threads_option(p)
+    add_quiet_option(p, "no progress bars or progress lines")
     p.set_defaults(func=run)
 
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from hybrid_engine.cli._output import print_eval_tables
+from hybrid_engine.cli._options import (
+    add_quiet_option,
+    add_report_files,
+    add_reranker_options,
+    add_threads_option,
+    reranker_options,
+)
+from hybrid_engine.cli._output import print_eval_tables, write_json
 from hybrid_engine.evaluation import load_beir, sample_queries
 from hybrid_engine.evaluation.plot import plot_quality_latency
 from hybrid_engine.evaluation.runner import (
@@ -49,21 +54,15 @@ def add_parser(subparsers: Any) -> None:
         f"in {models_dir()} (`models prepare-encoder`; default: the shipped all-MiniLM-L6-v2)",
     )
     p.add_argument("--split", default="test")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
-    p.add_argument("--plot", metavar="FILE", help="also write a PNG of nDCG@10 against p95 latency")
-    p.add_argument(
-        "--reranker",
-        default=None,
-        help="the rerank configuration's cross-encoder: a prepared folder or its name in "
-        f"{models_dir()}",
+    add_threads_option(p, None)
+    add_report_files(
+        p, "also write the figures as JSON", "also write a PNG of nDCG@10 against p95 latency"
     )
-    p.add_argument("--rerank-variant", choices=("int8", "fp32"), default="int8")
-    p.add_argument(
-        "--rerank-max-length",
-        type=int,
-        default=None,
-        help="tokens per (query, passage) pair (default: the model's)",
+    add_reranker_options(
+        p,
+        "the rerank configuration's cross-encoder: a prepared folder or its name in {models}",
+        variant_default="int8",
+        variant_help=None,
     )
     p.add_argument(
         "--max-queries",
@@ -80,7 +79,7 @@ def add_parser(subparsers: Any) -> None:
         help="local generator of hyde, decompose, multi-hop and fused-strategies "
         f"(generation.load_generator; default {DEFAULT_GENERATOR})",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_quiet_option(p)
     p.set_defaults(func=run)
 
 
@@ -90,9 +89,7 @@ def run(args: argparse.Namespace) -> int:
     options = BuildOptions(
         num_threads=args.threads,
         show_progress=not args.quiet,
-        reranker=args.reranker,
-        rerank_variant=args.rerank_variant,
-        rerank_max_length=args.rerank_max_length,
+        **reranker_options(args),
         generator_name=args.generator,
         fusion=args.fusion,
         model=args.model,
@@ -109,8 +106,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print_eval_tables(rows)
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {args.json}")
+        write_json(args.json, rows)
     if args.plot:
         plot_quality_latency(
             rows, args.plot, title=f"{dataset.name} ({args.split}): quality vs p95 latency"

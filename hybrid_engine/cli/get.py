@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from hybrid_engine.cli._engine import load_engine
+from hybrid_engine.cli._options import add_threads_option
 from hybrid_engine.errors import UnknownIdError
 from hybrid_engine.ids import check_id
 from hybrid_engine.result import Hit
@@ -27,7 +28,7 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="leave out the ids no document has (default: any is an error, nothing printed)",
     )
-    p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    add_threads_option(p)
     p.set_defaults(func=run)
 
 

@@ -9,8 +9,15 @@ from typing import Any
 
 from hybrid_engine.checks import check_int, check_names
 from hybrid_engine.cli import _sharded as sharded
-from hybrid_engine.cli._corpus import add_skip_empty_option, read_documents
-from hybrid_engine.cli._engine import LegOptions, add_variant_option, build_engine
+from hybrid_engine.cli._corpus import read_documents
+from hybrid_engine.cli._engine import LegOptions, build_engine
+from hybrid_engine.cli._options import (
+    add_quiet_option,
+    add_ray_option,
+    add_skip_empty_option,
+    add_threads_option,
+    add_variant_option,
+)
 from hybrid_engine.cli._replace import output_dir
 from hybrid_engine.cli._values import multiple
 from hybrid_engine.lexical.analysis import AnalyzerConfig
@@ -53,8 +60,8 @@ def add_parser(subparsers: Any) -> None:
         "records it, so load and search use it",
     )
     add_variant_option(p, "bi-encoder variant of the dense leg (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
+    add_threads_option(p)
+    add_quiet_option(p, "no progress bars or summary")
     p.add_argument(
         "--shards",
         type=int,
@@ -64,7 +71,7 @@ def add_parser(subparsers: Any) -> None:
         "a hash of their id, each shard a live index built by its own actor; `add` and "
         "`delete` change it as one (default: one index)",
     )
-    sharded.add_ray_option(p)
+    add_ray_option(p)
     bm25 = p.add_argument_group("BM25 leg (default: the engine's)")
     bm25.add_argument("--k1", type=float, default=None)
     bm25.add_argument("--b", type=float, default=None)

@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from hybrid_engine.cli._options import add_quiet_option, progress_log
 from hybrid_engine.models.store import (
     BI_ENCODER,
     BI_ENCODER_POOLINGS,
@@ -116,7 +117,7 @@ def _prepare(args: argparse.Namespace) -> int:
     from hybrid_engine.models.export.bi_encoder import prepare_model
     from hybrid_engine.models.export.splade import prepare_splade
 
-    log = (lambda message: None) if args.quiet else print
+    log = progress_log(args)
     prepare_model(
         args.output,
         int8=not args.no_int8,
@@ -132,7 +133,7 @@ def _prepare_encoder(args: argparse.Namespace) -> int:
     # needs the export extra, only here
     from hybrid_engine.models.export.bi_encoder import prepare_encoder
 
-    log = (lambda message: None) if args.quiet else print
+    log = progress_log(args)
     path = prepare_encoder(
         args.source,
         name=args.name,
@@ -154,7 +155,7 @@ def _prepare_reranker(args: argparse.Namespace) -> int:
     # needs the export extra, only here
     from hybrid_engine.models.export.cross_encoder import prepare_cross_encoder
 
-    log = (lambda message: None) if args.quiet else print
+    log = progress_log(args)
     prepare_cross_encoder(
         args.source,
         name=args.name,
@@ -204,4 +205,4 @@ def _add_preparation_flags(parser: argparse.ArgumentParser) -> None:
         "can run code: only for a file you trust)",
     )
     parser.add_argument("--force", action="store_true", help="prepare again if already prepared")
-    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    add_quiet_option(parser, "print nothing but errors")

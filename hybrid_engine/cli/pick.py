@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
-from hybrid_engine.cli._output import print_table
+from hybrid_engine.cli._options import (
+    add_quiet_option,
+    add_report_files,
+    add_reranker_options,
+    add_threads_option,
+)
+from hybrid_engine.cli._output import print_table, write_json
 from hybrid_engine.evaluation.pick_report import PickReport
 from hybrid_engine.evaluation.picker import CANDIDATES, pick
 from hybrid_engine.evaluation.plot import plot_quality_latency
-from hybrid_engine.models.store import models_dir
 
 
 def add_parser(subparsers: Any) -> None:
@@ -42,30 +46,24 @@ def add_parser(subparsers: Any) -> None:
         help=f"comma-separated kinds to try, from {list(CANDIDATES)} (default: all; rerank "
         "only with --reranker)",
     )
-    p.add_argument(
-        "--reranker",
-        default=None,
-        help="also try reranking the hybrid's top 30 with this cross-encoder: a prepared "
-        f"folder or its name in {models_dir()}",
-    )
-    p.add_argument("--rerank-variant", choices=("int8", "fp32"), default="int8")
-    p.add_argument(
-        "--rerank-max-length",
-        type=int,
-        default=None,
-        help="tokens per (query, passage) pair (default: the validated or the model's)",
+    add_reranker_options(
+        p,
+        "also try reranking the hybrid's top 30 with this cross-encoder: a prepared folder or "
+        "its name in {models}",
+        variant_default="int8",
+        variant_help=None,
+        max_length_help="tokens per (query, passage) pair (default: the validated or the model's)",
     )
     p.add_argument(
         "--rules",
         action="store_true",
         help="recommend by rule from corpus statistics even where judged queries exist",
     )
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
-    p.add_argument(
-        "--plot", metavar="FILE", help="also write a PNG of nDCG@10 against p95, budget drawn"
+    add_threads_option(p, None)
+    add_report_files(
+        p, "also write the report as JSON", "also write a PNG of nDCG@10 against p95, budget drawn"
     )
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_quiet_option(p)
     p.set_defaults(func=run)
 
 
@@ -86,8 +84,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print_report(report)
     if args.json:
-        Path(args.json).write_text(json.dumps(report.to_dict(), indent=2) + "\n", "utf-8")
-        print(f"wrote {args.json}")
+        write_json(args.json, report.to_dict())
     if args.plot:
         if not report.candidates:
             print("no plot: a rule-based recommendation measures nothing")

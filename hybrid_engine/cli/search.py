@@ -9,15 +9,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from hybrid_engine.cli import _sharded as sharded
-from hybrid_engine.cli._engine import (
-    add_degraded_option,
-    add_mmap_option,
-    add_reranker_options,
-    add_variant_option,
-    load_searched,
-)
+from hybrid_engine.cli._engine import load_searched
 from hybrid_engine.cli._engine import reranker as load_reranker
 from hybrid_engine.cli._live import STDIN
+from hybrid_engine.cli._options import (
+    add_loaded_models_options,
+    add_loading_options,
+    add_ray_option,
+    add_threads_option,
+)
 from hybrid_engine.cli._output import hits_json, one_line, print_facets, print_hits
 from hybrid_engine.cli._values import (
     field_list,
@@ -154,14 +154,10 @@ def add_parser(subparsers: Any) -> None:
         help="milliseconds a query should take: the costliest optional stages are skipped "
         "when they would overrun it (docs/degradation.md)",
     )
-    add_reranker_options(p)
-    add_variant_option(
-        p, "bi-encoder variant to load (default: the one the index recorded)", default=None
-    )
-    add_mmap_option(p)
-    add_degraded_option(p)
-    p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
-    sharded.add_ray_option(p)
+    add_loaded_models_options(p)
+    add_loading_options(p)
+    add_threads_option(p)
+    add_ray_option(p)
     p.set_defaults(func=run)
 
 

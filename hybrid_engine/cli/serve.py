@@ -20,13 +20,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from hybrid_engine.cli import _sharded as sharded
-from hybrid_engine.cli._engine import (
-    add_degraded_option,
-    add_mmap_option,
-    add_reranker_options,
-    add_variant_option,
-    load_searched,
-    reranker,
+from hybrid_engine.cli._engine import load_searched, reranker
+from hybrid_engine.cli._options import (
+    add_loaded_models_options,
+    add_loading_options,
+    add_ray_option,
+    add_threads_option,
 )
 from hybrid_engine.cli._values import positive_float
 from hybrid_engine.distributed.index import ShardedIndex
@@ -77,19 +76,15 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="commit staged changes when the server stops (default: drop them, with a warning)",
     )
-    add_reranker_options(p)
-    add_variant_option(
-        p, "bi-encoder variant to load (default: the one the index recorded)", default=None
-    )
-    p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    add_loaded_models_options(p)
+    add_threads_option(p)
     p.add_argument(
         "--no-page",
         action="store_true",
         help="do not serve the search page at / (the API only)",
     )
-    add_mmap_option(p)
-    add_degraded_option(p)
-    sharded.add_ray_option(p)
+    add_loading_options(p)
+    add_ray_option(p)
     p.add_argument(
         "--shard-timeout",
         type=positive_float,

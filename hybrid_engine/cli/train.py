@@ -6,6 +6,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hybrid_engine.cli._options import (
+    add_prepared_option,
+    add_quiet_option,
+    add_threads_option,
+    add_training_data_options,
+    training_data,
+)
 from hybrid_engine.training.data import NEGATIVE_MODES
 
 
@@ -20,18 +27,10 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--out", required=True, help="Hugging Face folder to write, with training.json (new)"
     )
-    p.add_argument(
-        "--prepared",
-        default=None,
-        help="prepared ONNX folder (default: the models folder / the --out folder's name)",
-    )
+    add_prepared_option(p)
     p.add_argument("--no-prepare", action="store_true", help="skip the ONNX export")
     p.add_argument("--no-int8", action="store_true", help="prepare no int8 variant")
-    p.add_argument("--split", default="train", help="qrels split to train on (never test)")
-    p.add_argument(
-        "--supervision", default="qrels", help="comma-separated: qrels, self (default: qrels)"
-    )
-    p.add_argument("--validation-fraction", type=float, default=0.2)
+    add_training_data_options(p)
     p.add_argument("--negatives", type=int, default=3, help="negatives per positive")
     p.add_argument("--negative-mode", default="hard", choices=NEGATIVE_MODES)
     p.add_argument("--max-self-pairs", type=int, default=2000)
@@ -59,8 +58,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--lr-body", type=float, default=5e-5)
     p.add_argument("--lr-head", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None, help="PyTorch threads (default: all)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_threads_option(p, "PyTorch threads (default: all)")
+    add_quiet_option(p)
     p.set_defaults(func=run)
 
 
@@ -73,9 +72,7 @@ def run(args: argparse.Namespace) -> int:
     train_reranker(
         args.dataset,
         args.out,
-        split=args.split,
-        supervision=[s.strip() for s in args.supervision.split(",") if s.strip()],
-        validation_fraction=args.validation_fraction,
+        **training_data(args),
         negatives=args.negatives,
         negative_mode=args.negative_mode,
         max_self_pairs=args.max_self_pairs,

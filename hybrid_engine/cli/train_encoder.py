@@ -8,6 +8,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from hybrid_engine.cli._options import (
+    add_prepared_option,
+    add_quiet_option,
+    add_threads_option,
+    add_training_data_options,
+    progress_log,
+    training_data,
+)
+
 
 def add_parser(subparsers: Any) -> None:
     """Add ``train-encoder`` to the ``hybrid-engine`` subparsers."""
@@ -35,22 +44,14 @@ def add_parser(subparsers: Any) -> None:
         help="sentence-transformers folder to write, with training.json (new); its name is "
         "the model's name",
     )
-    p.add_argument(
-        "--prepared",
-        default=None,
-        help="prepared ONNX folder (default: the models folder / the --out folder's name)",
-    )
+    add_prepared_option(p)
     p.add_argument("--no-int8", action="store_true", help="prepare no int8 variant")
     p.add_argument(
         "--force",
         action="store_true",
         help="prepare the model even if the validation gate refuses it (loading it warns)",
     )
-    p.add_argument("--split", default="train", help="qrels split to train on (never test)")
-    p.add_argument(
-        "--supervision", default="qrels", help="comma-separated: qrels, self (default: qrels)"
-    )
-    p.add_argument("--validation-fraction", type=float, default=0.2)
+    add_training_data_options(p)
     p.add_argument("--max-self-pairs", type=int, default=2000)
     p.add_argument("--max-seq-length", type=int, default=256, help="tokens per query or passage")
     p.add_argument("--epochs", type=float, default=1.0)
@@ -59,8 +60,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--warmup", type=float, default=0.1, help="share of steps warming up")
     p.add_argument("--min-gain", type=float, default=0.0, help="mean nDCG@10 gain to beat")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_threads_option(p)
+    add_quiet_option(p)
     p.set_defaults(func=run)
 
 
@@ -89,9 +90,7 @@ def run(args: argparse.Namespace) -> int:
         args.out,
         base=args.base,
         source=args.source,
-        split=args.split,
-        supervision=[s.strip() for s in args.supervision.split(",") if s.strip()],
-        validation_fraction=args.validation_fraction,
+        **training_data(args),
         max_self_pairs=args.max_self_pairs,
         settings=settings,
         min_gain=args.min_gain,
@@ -100,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         int8=not args.no_int8,
         force=args.force,
         show_progress=not args.quiet,
-        log=(lambda message: None) if args.quiet else print,
+        log=progress_log(args),
     )
     print(f"prepared {prepared}: use it with `hybrid-engine index CORPUS OUT --model {prepared}`")
     return 0

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 from typing import Any
 
+from hybrid_engine.cli._options import add_quiet_option, add_report_files
+from hybrid_engine.cli._output import write_json
 from hybrid_engine.evaluation import load_beir
 from hybrid_engine.pipeline.fusion import DEFAULT_METHOD, METHODS
 
@@ -20,8 +20,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--split", default="train", help="qrels split to tune on (default: train)")
     p.add_argument("--method", default=DEFAULT_METHOD, choices=METHODS)
     p.add_argument("--steps", type=int, default=11, help="grid points of the BM25 weight")
-    p.add_argument("--json", metavar="FILE", help="also write the grid as JSON")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_report_files(p, "also write the grid as JSON")
+    add_quiet_option(p)
     p.set_defaults(func=run)
 
 
@@ -45,6 +45,5 @@ def run(args: argparse.Namespace) -> int:
             "ndcg@10": result.score,
             "grid": [{"weights": list(w), "ndcg@10": s} for w, s in result.grid],
         }
-        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {args.json}")
+        write_json(args.json, figures)
     return 0
