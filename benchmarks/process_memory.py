@@ -10,6 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+LOAD_MODES: dict[str, dict[str, bool]] = {
+    "mmap": {"mmap": True},
+    "mmap+verify": {"mmap": True, "verify": True},
+    "in memory": {"mmap": False},
+}
+"""The load keywords of each mode the mmap reports compare (``load(**LOAD_MODES[mode])``)."""
+
 
 def memory() -> dict[str, float]:
     """This process's ``VmRSS``, its file-backed and anonymous parts (``RssFile``,

@@ -62,6 +62,22 @@ def knn_float64(vectors: np.ndarray, queries: np.ndarray, k: int, metric: str) -
     return np.lexsort((positions, -scores), axis=1)[:, :k]
 
 
+def brute_force(
+    vectors: np.ndarray, queries: np.ndarray, allowed: np.ndarray, k: int
+) -> np.ndarray:
+    """Top-k positions among the allowed vectors by float64 cosine, ties by position, -1
+    padded: the recall oracle."""
+    docs = vectors.astype(np.float64)
+    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
+    qs = queries.astype(np.float64)
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    rows = np.flatnonzero(allowed)
+    order = np.argsort(-(qs @ docs[rows].T), axis=1, kind="stable")[:, :k]
+    out = np.full((len(queries), k), -1, dtype=np.int64)
+    out[:, : order.shape[1]] = rows[order]
+    return out
+
+
 def recall(found: np.ndarray, truth: np.ndarray) -> float:
     """Mean fraction of each row of ``truth`` that ``found`` holds."""
     return float(np.mean([len(set(f) & set(t)) / len(t) for f, t in zip(found, truth)]))

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from dense_oracle import HashingEncoder, knn
+from dense_oracle import HashingEncoder, brute_force, knn
 
 from hybrid_engine import DenseIndex, SearchResult
 from hybrid_engine.dense import _kernels, filtered
@@ -25,22 +25,6 @@ VECTORS = RNG.standard_normal((N, DIM)).astype(np.float32)
 QUERIES = RNG.standard_normal((100, DIM)).astype(np.float32)
 SMALL = RNG.standard_normal((400, 16)).astype(np.float32)
 SMALL_QUERIES = RNG.standard_normal((20, 16)).astype(np.float32)
-
-
-def brute_force(
-    vectors: np.ndarray, queries: np.ndarray, allowed: np.ndarray, k: int
-) -> np.ndarray:
-    """Top-k positions among the allowed vectors by float64 cosine, ties by position, -1
-    padded: the recall oracle."""
-    docs = vectors.astype(np.float64)
-    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
-    qs = queries.astype(np.float64)
-    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
-    rows = np.flatnonzero(allowed)
-    order = np.argsort(-(qs @ docs[rows].T), axis=1, kind="stable")[:, :k]
-    out = np.full((len(queries), k), -1, dtype=np.int64)
-    out[:, : order.shape[1]] = rows[order]
-    return out
 
 
 def exact_oracle(

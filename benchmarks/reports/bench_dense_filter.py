@@ -74,6 +74,7 @@ def _scifact(data: Path, queries: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: shared helpers
+from tests.dense_oracle import brute_force  # noqa: E402  (the recall oracle of the filter tests)
 
 
 def _synthetic(n: int, n_queries: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -119,20 +120,6 @@ def strategies(index: DenseIndex, allowed: np.ndarray) -> dict[str, Search]:
     return {"ours": ours, "oversample": oversample, "callback": _peer(index, allowed)}
 
 
-def truth(corpus: np.ndarray, queries: np.ndarray, allowed: np.ndarray, k: int) -> np.ndarray:
-    """Brute-force top-k positions over the allowed vectors (float64 cosine, ties by position),
-    -1 padded."""
-    docs = corpus.astype(np.float64)
-    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
-    qs = queries.astype(np.float64)
-    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
-    rows = np.flatnonzero(allowed)
-    order = np.argsort(-(qs @ docs[rows].T), axis=1, kind="stable")[:, :k]
-    out = np.full((len(queries), k), -1, dtype=np.int64)
-    out[:, : order.shape[1]] = rows[order]
-    return out
-
-
 def per_query_ms(search: Callable[[np.ndarray, int], object], queries: np.ndarray, k: int) -> float:
     """Median milliseconds of a one-query call over ``queries``, after a warm-up."""
     for query in queries[:3]:
@@ -153,7 +140,7 @@ def measure(
     for s in args.selectivity:
         allowed = rng.random(len(corpus)) < s
         n_allowed = int(allowed.sum())
-        expected = truth(corpus, queries, allowed, args.k)
+        expected = brute_force(corpus, queries, allowed, args.k)
         depth = min(args.k, n_allowed)
         for name, search in strategies(index, allowed).items():
             found = search(queries, args.k).ids

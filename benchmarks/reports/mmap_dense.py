@@ -30,14 +30,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from benchmarks.process_memory import in_fresh_process, memory  # noqa: E402
+from benchmarks.process_memory import LOAD_MODES, in_fresh_process, memory  # noqa: E402
 from tests.dense_oracle import clustered, knn_float64, recall  # noqa: E402
 
-MODES = {
-    "mmap": {"mmap": True},
-    "mmap+verify": {"mmap": True, "verify": True},
-    "in memory": {"mmap": False},
-}
 DIM = 384
 N_QUERIES = 2000
 N_RECALL = 200
@@ -54,7 +49,7 @@ def serve(work: Path, mode: str) -> dict[str, Any]:
     DenseIndex.from_vectors(queries[:10]).search(queries[0], 10)  # numba, imports
     before = memory()
     start = time.perf_counter()
-    index = DenseIndex.load(work / "index", **MODES[mode])  # type: ignore[arg-type]
+    index = DenseIndex.load(work / "index", **LOAD_MODES[mode])  # type: ignore[arg-type]
     load_s = time.perf_counter() - start
     loaded = memory()
     found = np.empty((len(queries), 10), dtype=np.int64)
@@ -109,7 +104,7 @@ def main() -> None:
         build(work, args.n)
     disk = sum(f.stat().st_size for f in (work / "index").iterdir()) / 2**20
     rows = []
-    for mode in MODES:
+    for mode in LOAD_MODES:
         row = {"vectors": args.n, "disk_mib": disk, "mode": mode}
         row.update(
             in_fresh_process(

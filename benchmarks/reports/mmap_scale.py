@@ -26,13 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from benchmarks.bench_common import load_scale_texts, read_jsonl  # noqa: E402
-from benchmarks.process_memory import in_fresh_process, memory  # noqa: E402
+from benchmarks.process_memory import LOAD_MODES, in_fresh_process, memory  # noqa: E402
 
-MODES = {
-    "mmap": {"mmap": True},
-    "mmap+verify": {"mmap": True, "verify": True},
-    "in memory": {"mmap": False},
-}
 FRACTIONS = (16, 4, 1)
 """Indexes over the first 1/16, 1/4 and all of the scale corpus."""
 
@@ -41,10 +36,12 @@ def serve(path: Path, mode: str, queries: list[str]) -> dict[str, Any]:
     """In this process: load ``path`` as ``mode`` says, then search ``queries``."""
     from hybrid_engine import BM25Index
 
-    BM25Index.load(path, **MODES[mode]).search(["warm up"], 10, num_threads=1)  # numba, imports
+    BM25Index.load(path, **LOAD_MODES[mode]).search(
+        ["warm up"], 10, num_threads=1
+    )  # numba, imports
     before = memory()
     start = time.perf_counter()
-    index = BM25Index.load(path, **MODES[mode])
+    index = BM25Index.load(path, **LOAD_MODES[mode])
     load_s = time.perf_counter() - start
     loaded = memory()
     start = time.perf_counter()
@@ -83,7 +80,7 @@ def main() -> None:
             path = Path(tmp) / f"bm25-{fraction}"
             BM25Index.build(texts[: len(texts) // fraction]).save(path)
             disk = sum(f.stat().st_size for f in path.iterdir()) / 2**20
-            for mode in MODES:
+            for mode in LOAD_MODES:
                 served = in_fresh_process(
                     [__file__, "--data", str(args.data), "--queries", str(args.queries),
                      "--serve", str(path), mode]

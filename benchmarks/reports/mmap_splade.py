@@ -34,16 +34,11 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: shared helpers
-from process_memory import in_fresh_process, memory
+from process_memory import LOAD_MODES, in_fresh_process, memory
 
 VOCAB = 30_522
 """BERT's WordPiece vocabulary, SPLADE's."""
 QUERY_TERMS = 20
-MODES = {
-    "mmap": {"mmap": True},
-    "mmap+verify": {"mmap": True, "verify": True},
-    "in memory": {"mmap": False},
-}
 
 
 class SyntheticEncoder:
@@ -88,13 +83,13 @@ def serve(path: Path, mode: str, loads: int, n_queries: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="warm-") as tmp:
         tiny = random_vectors(np.random.default_rng(2), 64, QUERY_TERMS)
         SpladeIndex.from_vectors(tiny, encoder=encoder).save(Path(tmp) / "warm")
-        warm = SpladeIndex.load(Path(tmp) / "warm", encoder=encoder, **MODES[mode])
+        warm = SpladeIndex.load(Path(tmp) / "warm", encoder=encoder, **LOAD_MODES[mode])
         warm.search(_rows(queries, 0, 1), 10, num_threads=1)
         del warm
     gc.collect()
     before = memory()
     start = time.perf_counter()
-    index = SpladeIndex.load(path, encoder=encoder, **MODES[mode])
+    index = SpladeIndex.load(path, encoder=encoder, **LOAD_MODES[mode])
     times = [time.perf_counter() - start]
     loaded = memory()
     start = time.perf_counter()
@@ -106,7 +101,7 @@ def serve(path: Path, mode: str, loads: int, n_queries: int) -> dict[str, Any]:
     for _ in range(loads - 1):
         gc.collect()
         start = time.perf_counter()
-        SpladeIndex.load(path, encoder=encoder, **MODES[mode])
+        SpladeIndex.load(path, encoder=encoder, **LOAD_MODES[mode])
         times.append(time.perf_counter() - start)
     return {
         "load_ms_min": 1000 * min(times),
@@ -159,7 +154,7 @@ def main() -> None:
             f"{disk:.1f} MiB on disk, built and saved in {time.perf_counter() - start:.0f} s",
             flush=True,
         )
-        for mode in MODES:
+        for mode in LOAD_MODES:
             served = in_fresh_process(
                 [__file__, "--loads", str(args.loads), "--queries", str(args.queries),
                  "--serve", str(path), mode]
